@@ -1,0 +1,14 @@
+"""hloscope: where every microsecond of a compiled XLA program goes, and why.
+
+Reads post-optimization HLO text and JAX profiler traces, costs every instruction (FLOPs, HBM bytes, bytes on
+the wire) and scores it against a chip's roofline. See README.md.
+"""
+
+from hloscope.hlo import HloComputation as HloComputation
+from hloscope.hlo import HloInstruction as HloInstruction
+from hloscope.hlo import HloModule as HloModule
+from hloscope.hlo import Shape as Shape
+from hloscope.parsers import HloParseError as HloParseError
+from hloscope.parsers import parse_hlo as parse_hlo
+
+__version__ = "0.1.0"

@@ -1,0 +1,465 @@
+"""The in-memory model of an XLA HLO module: plain data, no I/O, no cost logic.
+
+The names follow XLA's own (``xla/hlo/ir/hlo_module.h``, ``hlo_computation.h``, ``hlo_instruction.h``,
+``xla/shape.h``). Every record is frozen after parsing. Typed attribute values (dimension numbers, windows,
+replica groups, ...) are the small records at the end of this module; attributes hloscope does not know are
+kept as their raw text.
+
+Units: sizes are bytes (``*_bytes``); nothing here has a time.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Iterator, Mapping, NamedTuple, Protocol
+
+# --------------------------------------------------------------------------------------------------
+# Element types
+# --------------------------------------------------------------------------------------------------
+
+#: Bits per element of each XLA ``PrimitiveType`` as printed in HLO text (``xla/xla_data.proto``,
+#: ``primitive_util::BitWidth``). ``pred`` is stored in one byte. Sub-byte types (``s4``, ``u4``, ``s2``,
+#: ``u2``, ``s1``, ``u1``, the f4/f6 types) are packed, so an array's size is ``ceil(elements * bits / 8)``.
+ELEMENT_BITS: Mapping[str, int] = {
+    "pred": 8,
+    "s1": 1, "u1": 1, "s2": 2, "u2": 2, "s4": 4, "u4": 4,
+    "s8": 8, "u8": 8, "s16": 16, "u16": 16, "s32": 32, "u32": 32, "s64": 64, "u64": 64,
+    "f4e2m1fn": 4, "f6e2m3fn": 6, "f6e3m2fn": 6,
+    "f8e3m4": 8, "f8e4m3": 8, "f8e4m3fn": 8, "f8e4m3fnuz": 8, "f8e4m3b11fnuz": 8,
+    "f8e5m2": 8, "f8e5m2fnuz": 8, "f8e8m0fnu": 8,
+    "bf16": 16, "f16": 16, "f32": 32, "f64": 64,
+    "c64": 64, "c128": 128,
+    # Not arrays: a token carries ordering only, an opaque value is backend-defined.
+    "token": 0, "opaque": 0,
+}
+
+FLOAT_TYPES = frozenset(t for t in ELEMENT_BITS if t.startswith(("f", "bf")))
+COMPLEX_TYPES = frozenset({"c64", "c128"})
+INTEGER_TYPES = frozenset(t for t in ELEMENT_BITS if t[0] in "su")
+
+
+@dataclass(frozen=True, slots=True)
+class Layout:
+    """An array layout as printed between braces after the dims: ``{1,0:T(8,128)(2,1)S(1)}``.
+
+    Attributes:
+        minor_to_major: dimension numbers, most minor first (XLA ``Layout::minor_to_major``).
+        tiles: TPU/GPU tiling, one tuple of tile dims per ``T(...)`` group, outermost first
+            (``T(8,128)(2,1)`` -> ``((8, 128), (2, 1))``). Empty when untiled.
+        memory_space: the ``S(n)`` memory space; 0 is device HBM, other values are backend-defined
+            (on TPU 1 is VMEM, 5 is host memory).
+        raw: the full text between the braces, including parts hloscope does not interpret.
+    """
+
+    minor_to_major: tuple[int, ...]
+    tiles: tuple[tuple[int, ...], ...] = ()
+    memory_space: int = 0
+    raw: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Shape:
+    """An XLA shape: an array, a tuple of shapes (of any depth), a token or an opaque value.
+
+    Attributes:
+        element_type: lower-case XLA primitive type (``"f32"``, ``"bf16"``, ``"s4"``, ...), ``"tuple"``,
+            ``"token"`` or ``"opaque"``.
+        dims: array dimensions, major to minor as printed; for a dynamic dim (``<=8``) the bound.
+        dynamic_dims: per dim, True where the dim is dynamic (printed ``<=N``).
+        layout: the layout, or None when the text printed none.
+        tuple_shapes: element shapes of a tuple; empty for arrays.
+
+    >>> Shape("bf16", (2, 3)).size_bytes
+    12
+    """
+
+    element_type: str
+    dims: tuple[int, ...] = ()
+    dynamic_dims: tuple[bool, ...] = ()
+    layout: Layout | None = None
+    tuple_shapes: tuple[Shape, ...] = ()
+
+    @property
+    def is_tuple(self) -> bool:
+        return self.element_type == "tuple"
+
+    @property
+    def is_array(self) -> bool:
+        return self.element_type not in ("tuple", "token", "opaque")
+
+    @property
+    def is_dynamic(self) -> bool:
+        return any(self.dynamic_dims) or any(s.is_dynamic for s in self.tuple_shapes)
+
+    @property
+    def element_count(self) -> int:
+        """Number of elements of an array shape (1 for a scalar); for a tuple, the sum over its leaves."""
+        if self.is_tuple:
+            return sum(s.element_count for s in self.tuple_shapes)
+        if not self.is_array:
+            return 0
+        return math.prod(self.dims)
+
+    @property
+    def size_bytes(self) -> int:
+        """Bytes of the data, packed: ``ceil(elements * bits / 8)`` per array, summed over tuple leaves.
+
+        Excludes tuple index tables and tiling padding, as XLA's ``HloCostAnalysis`` does
+        (``ShapeUtil::ByteSizeOf`` of each leaf array). Dynamic dims count at their bound.
+        """
+        if self.is_tuple:
+            return sum(s.size_bytes for s in self.tuple_shapes)
+        bits = ELEMENT_BITS.get(self.element_type, 0)
+        return (math.prod(self.dims) * bits + 7) // 8
+
+    def leaves(self) -> Iterator[Shape]:
+        """The array (and token) shapes of a tuple, depth first; the shape itself for an array."""
+        if self.is_tuple:
+            for s in self.tuple_shapes:
+                yield from s.leaves()
+        else:
+            yield self
+
+    def __str__(self) -> str:
+        if self.is_tuple:
+            return "(" + ", ".join(str(s) for s in self.tuple_shapes) + ")"
+        if not self.is_array:
+            return self.element_type
+        dims = ",".join(("<=" if d else "") + str(n) for n, d in zip(self.dims, self.dynamic_dims or (False,) * len(self.dims)))
+        return f"{self.element_type}[{dims}]"
+
+
+# --------------------------------------------------------------------------------------------------
+# Typed attribute values
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class WindowDimension:
+    """One dimension of a ``window={...}`` attribute (XLA ``WindowDimension`` in ``xla_data.proto``)."""
+
+    size: int = 1
+    stride: int = 1
+    padding_low: int = 0
+    padding_high: int = 0
+    window_dilation: int = 1  # printed rhs_dilate
+    base_dilation: int = 1  # printed lhs_dilate
+    window_reversal: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ConvolutionDimensionNumbers:
+    """``dim_labels=b01f_01io->b01f`` decoded (XLA ``ConvolutionDimensionNumbers``).
+
+    Each field names dimension indices of the input (lhs), kernel (rhs) or output; spatial lists are in
+    the order of the window's dimensions.
+    """
+
+    input_batch_dimension: int
+    input_feature_dimension: int
+    input_spatial_dimensions: tuple[int, ...]
+    kernel_input_feature_dimension: int
+    kernel_output_feature_dimension: int
+    kernel_spatial_dimensions: tuple[int, ...]
+    output_batch_dimension: int
+    output_feature_dimension: int
+    output_spatial_dimensions: tuple[int, ...]
+    raw: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class SliceRange:
+    """One ``[start:limit:stride]`` entry of a ``slice={...}`` attribute."""
+
+    start: int
+    limit: int
+    stride: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class PaddingDimension:
+    """One ``lo_hi[_interior]`` entry of a pad instruction's ``padding=`` attribute."""
+
+    low: int
+    high: int
+    interior: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaGroups:
+    """Replica groups expanded to device ids, with the form they were printed in.
+
+    ``groups`` lists each group's replica (or, with ``use_global_device_ids``, global device) ids.
+    An empty ``groups`` means "one group of every replica/partition", as XLA prints ``replica_groups={}``.
+
+    Forms (XLA ``hlo_parser.cc``, ``ParseReplicaGroupsOnly``; ``IotaReplicaGroupList``):
+    explicit ``{{0,1},{2,3}}``, iota ``[2,4]<=[8]`` or ``[4,2]<=[2,4]T(1,0)``, and the mesh-axes form
+    ``mesh['x'=2,'y'=4] {'y'}`` (groups vary along the named axes, all others fixed).
+    """
+
+    groups: tuple[tuple[int, ...], ...]
+    form: str = "explicit"  # "explicit" | "iota" | "mesh"
+    raw: str = ""
+
+    @property
+    def group_size(self) -> int | None:
+        """Devices per group, or None when the groups are empty (all replicas/partitions)."""
+        return len(self.groups[0]) if self.groups else None
+
+
+@dataclass(frozen=True, slots=True)
+class Metadata:
+    """``metadata={...}`` of an instruction (XLA ``OpMetadata``), with the stack frame resolved.
+
+    ``source_file``/``source_line`` come from the printed fields or, for newer JAX, from
+    ``stack_frame_id`` resolved through the module's ``StackFrames`` table to its innermost frame.
+    """
+
+    op_type: str = ""
+    op_name: str = ""
+    source_file: str = ""
+    source_line: int = 0
+    stack_frame_id: int = 0
+    raw: str = ""
+
+    @property
+    def source(self) -> str:
+        """``file:line``, or ``""`` when the metadata has no source location."""
+        return f"{self.source_file}:{self.source_line}" if self.source_file else ""
+
+
+# --------------------------------------------------------------------------------------------------
+# Instructions, computations, modules
+# --------------------------------------------------------------------------------------------------
+
+#: Attribute keys whose value names called computations, mapped to the role hloscope files them under.
+CALLED_COMPUTATION_ROLES: Mapping[str, str] = {
+    "calls": "calls",
+    "to_apply": "to_apply",
+    "condition": "condition",
+    "body": "body",
+    "branch_computations": "branch_computations",
+    "true_computation": "branch_computations",
+    "false_computation": "branch_computations",
+    "async_wrapped_computation": "calls",
+}
+
+
+class DecodedAttributes(NamedTuple):
+    """The lazily decoded part of an instruction (see ``HloInstruction``)."""
+
+    attributes: Mapping[str, Any]
+    metadata: Metadata | None
+    backend_config_text: str
+    frontend_attributes: Mapping[str, str]
+    sharding: str
+
+
+class AttributeDecoder(Protocol):
+    """Turns an instruction's kept attribute text into ``DecodedAttributes`` (implemented by the parser)."""
+
+    source: str
+
+    def decode(self, inst: HloInstruction) -> DecodedAttributes: ...
+
+
+_NO_CALLS: Mapping[str, tuple[str, ...]] = MappingProxyType({})
+_NOTHING_DECODED = DecodedAttributes(MappingProxyType({}), None, "", MappingProxyType({}), "")
+
+
+class HloInstruction:
+    """One HLO instruction (XLA ``HloInstruction``). Read-only by convention once parsed.
+
+    The structural fields are set when parsing; the attribute fields (``attributes``, ``metadata``,
+    ``backend_config_text``, ``frontend_attributes``, ``sharding``) are decoded from the kept attribute text on
+    first access, which keeps parsing a multi-megabyte module fast. A malformed attribute value therefore
+    raises ``HloParseError`` (naming file and line) when first read.
+
+    Attributes:
+        name: instruction name without the ``%`` sigil, unique in its computation.
+        opcode: XLA opcode as printed (``"fusion"``, ``"all-reduce-start"``, ...). Opcodes hloscope does not
+            know are kept as printed; ``HloModule.unknown_opcodes`` lists them.
+        shape: result shape.
+        operands: operand instruction names, in order.
+        called_computations: role -> called computation names (roles ``calls``, ``to_apply``,
+            ``condition``, ``body``, ``branch_computations``; ``calls`` also holds an async op's wrapped
+            computation).
+        is_root: True for the computation's ``ROOT``.
+        line: 1-based line of the instruction in its source text (0 when unknown).
+        literal: the literal text of a ``constant``, else ``""``.
+        parameter_number: a ``parameter``'s index, else -1.
+        attributes: every other ``key=value`` after the operand list; typed where hloscope knows the key
+            (see ``parsers._hlo_attrs``), else the raw text.
+        metadata: ``metadata={...}`` or None; ``source_file``/``source_line`` resolved through the module's
+            stack frame table when only ``stack_frame_id`` is printed.
+        backend_config_text: the raw ``backend_config`` (``backend_config`` gives it parsed as JSON).
+        frontend_attributes: ``frontend_attributes={k="v",...}``.
+        sharding: raw ``sharding={...}`` text, or ``""``.
+    """
+
+    __slots__ = ("name", "opcode", "shape", "operands", "called_computations", "is_root", "line", "literal",
+                 "parameter_number", "attribute_text", "_decoder", "_decoded")
+
+    def __init__(
+        self,
+        name: str,
+        opcode: str,
+        shape: Shape,
+        operands: tuple[str, ...] = (),
+        called_computations: Mapping[str, tuple[str, ...]] = _NO_CALLS,
+        is_root: bool = False,
+        line: int = 0,
+        literal: str = "",
+        parameter_number: int = -1,
+        attribute_text: str = "",
+        decoder: AttributeDecoder | None = None,
+    ) -> None:
+        self.name = name
+        self.opcode = opcode
+        self.shape = shape
+        self.operands = operands
+        self.called_computations = called_computations
+        self.is_root = is_root
+        self.line = line
+        self.literal = literal
+        self.parameter_number = parameter_number
+        self.attribute_text = attribute_text
+        self._decoder = decoder
+        self._decoded: DecodedAttributes | None = None if attribute_text else _NOTHING_DECODED
+
+    def _decode(self) -> DecodedAttributes:
+        decoded = self._decoded
+        if decoded is None:
+            assert self._decoder is not None
+            decoded = self._decoded = self._decoder.decode(self)
+        return decoded
+
+    @property
+    def attributes(self) -> Mapping[str, Any]:
+        return self._decode().attributes
+
+    @property
+    def metadata(self) -> Metadata | None:
+        return self._decode().metadata
+
+    @property
+    def backend_config_text(self) -> str:
+        return self._decode().backend_config_text
+
+    @property
+    def frontend_attributes(self) -> Mapping[str, str]:
+        return self._decode().frontend_attributes
+
+    @property
+    def sharding(self) -> str:
+        return self._decode().sharding
+
+    @property
+    def backend_config(self) -> Any:
+        """``backend_config`` parsed as JSON (a dict for the GPU/CPU/TPU configs JAX emits).
+
+        Returns the raw string when it is not JSON (older XLA printed quoted strings), and None when
+        the instruction has no backend config.
+        """
+        text = self.backend_config_text
+        if not text:
+            return None
+        try:
+            return json.loads(text)
+        except ValueError:
+            return text
+
+    def calls(self) -> tuple[str, ...]:
+        """All called computation names, in role order (fusion body, to_apply, condition, body, branches)."""
+        out: tuple[str, ...] = ()
+        for names in self.called_computations.values():
+            out += names
+        return out
+
+    def __repr__(self) -> str:
+        return f"HloInstruction({self.name!r}, {self.opcode!r}, {self.shape})"
+
+
+@dataclass(frozen=True, slots=True)
+class HloComputation:
+    """A named list of instructions in order, one of them ``ROOT`` (XLA ``HloComputation``)."""
+
+    name: str
+    instructions: tuple[HloInstruction, ...]
+    root_name: str
+    is_entry: bool = False
+    parameter_shapes: tuple[Shape, ...] = ()
+    line: int = 0
+
+    @property
+    def root(self) -> HloInstruction:
+        for inst in reversed(self.instructions):
+            if inst.name == self.root_name:
+                return inst
+        raise KeyError(self.root_name)  # pragma: no cover - the parser guarantees a root
+
+
+@dataclass(frozen=True, slots=True)
+class StackFrame:
+    """One resolved entry of the module's ``StackFrames`` table: innermost location and parent id."""
+
+    file_name: str
+    function_name: str
+    line: int
+    parent_frame_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class HloModule:
+    """An HLO module: computations in printed order, the entry one last by XLA's convention.
+
+    Attributes:
+        name: module name from the ``HloModule`` header.
+        computations: every computation, in printed order.
+        entry_name: the ``ENTRY`` computation's name.
+        header_attributes: header ``key=value`` pairs as raw text (``entry_computation_layout``, ...).
+        num_partitions, replica_count: from the header; 1 when absent (XLA's defaults).
+        stack_frames: stack frame id -> resolved frame, from the ``FileNames``/``FunctionNames``/
+            ``FileLocations``/``StackFrames`` tables.
+        source: where the text came from (a path, or ``"<string>"``).
+        unknown_opcodes: opcodes hloscope parsed as opaque instructions.
+    """
+
+    name: str
+    computations: tuple[HloComputation, ...]
+    entry_name: str
+    header_attributes: Mapping[str, str] = field(default_factory=dict)
+    num_partitions: int = 1
+    replica_count: int = 1
+    stack_frames: Mapping[int, StackFrame] = field(default_factory=dict)
+    source: str = "<string>"
+    unknown_opcodes: frozenset[str] = frozenset()
+    _by_name: dict[str, HloComputation] = field(default_factory=dict, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if not self._by_name:
+            self._by_name.update((c.name, c) for c in self.computations)
+
+    @property
+    def entry(self) -> HloComputation:
+        return self._by_name[self.entry_name]
+
+    def computation(self, name: str) -> HloComputation:
+        """The computation called ``name``; raises KeyError naming the module when there is none."""
+        try:
+            return self._by_name[name]
+        except KeyError:
+            raise KeyError(f"module {self.name!r} has no computation {name!r}") from None
+
+    def instructions(self) -> Iterator[tuple[HloComputation, HloInstruction]]:
+        """Every (computation, instruction) pair, in printed order."""
+        for comp in self.computations:
+            for inst in comp.instructions:
+                yield comp, inst
+
+    @property
+    def entry_computation_layout(self) -> str:
+        return self.header_attributes.get("entry_computation_layout", "")

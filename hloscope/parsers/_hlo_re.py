@@ -1,0 +1,485 @@
+"""Regular expressions of HLO text, and the small functions that turn a match into a value.
+
+The grammar is XLA's printer/parser (``xla/hlo/parser/hlo_parser.cc``, ``xla/hlo/ir/hlo_instruction.cc``
+``ToString``; ``xla/shape_util.cc`` and ``xla/layout.cc`` for shapes). Converters raise ``ValueError`` with a
+short reason; the parser adds the location.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+from typing import Final
+
+from hloscope.hlo import (
+    ConvolutionDimensionNumbers,
+    Layout,
+    PaddingDimension,
+    ReplicaGroups,
+    Shape,
+    SliceRange,
+    WindowDimension,
+)
+
+# --------------------------------------------------------------------------------------------------
+# Instruction lines
+# --------------------------------------------------------------------------------------------------
+
+#: The common one-line instruction: ``[ROOT] %name = <array shape> opcode(<operands without parens>)<rest>``.
+#: Lines this does not match (tuple shapes, operands with tuple shapes, multi-line values) take the
+#: general path in ``_hlo_text``.
+INSTRUCTION_FAST: Final = re.compile(
+    r"""
+    [ \t]*(ROOT[ \t]+)?          # 1: root marker
+    %?([^\s=%]+)[ \t]*=[ \t]*    # 2: name, with or without the % sigil
+    ([a-z][a-z0-9]*\[[^\]]*\](?:\{[^}]*\})?)[ \t]+   # 3: array shape with optional layout
+    ([a-z][a-z0-9\-_]*)          # 4: opcode
+    \(([^()]*)\)                 # 5: operands (no nested parentheses)
+    ([^\n]*)                     # 6: attributes and trailing comment, rest of the line
+    """,
+    re.VERBOSE,
+)
+
+#: Start of any instruction: root marker and name, up to the shape.
+INSTRUCTION_HEAD: Final = re.compile(r"[ \t]*(ROOT[ \t]+)?%?([^\s=%]+)[ \t]*=\s*")
+OPCODE: Final = re.compile(r"\s*([a-z][a-z0-9\-_]*)\(")
+
+#: ``%name`` references inside an operand list or attribute value.
+SIGIL_NAME: Final = re.compile(r"%([^\s,(){}]+)")
+
+#: Attribute boundaries: ``, key=``. A value is checked for balanced brackets and quotes before the split
+#: is trusted (see ``balanced``); a string or nested value containing ``, key=`` falls back to the scanner.
+ATTRIBUTE_SPLIT: Final = re.compile(r",[ \t]*([A-Za-z_][\w.\-]*)=")
+
+#: Computation header: ``[ENTRY] %name`` then an optional signature ``(...) -> shape`` and ``{``.
+COMPUTATION_HEAD: Final = re.compile(r"[ \t]*(ENTRY[ \t]+)?%?([^\s({=%]+)[ \t]*")
+
+#: One ``"..."`` string with backslash escapes.
+STRING: Final = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+
+#: Characters the value scanner stops at.
+VALUE_STOP: Final = re.compile(r'[,\n{}\[\]()"]')
+
+#: ``key=value`` pairs inside ``metadata={...}`` and the module's source tables.
+BRACED_FIELD: Final = re.compile(r'([A-Za-z_][\w]*)=("(?:[^"\\]|\\.)*"|[^\s,}]+)')
+
+OPENERS: Final = frozenset("{[(")
+CLOSERS: Final = frozenset("}])")
+
+
+def balanced(text: str) -> bool:
+    """True when ``text`` has no quote and balanced brackets: safe to take as one attribute value."""
+    return (
+        '"' not in text
+        and text.count("{") == text.count("}")
+        and text.count("(") == text.count(")")
+        and text.count("[") == text.count("]")
+    )
+
+
+def unquote(text: str) -> str:
+    """The content of a ``"..."`` HLO string with C escapes resolved (``\\"``, ``\\\\``, ``\\n``)."""
+    body = text[1:-1]
+    if "\\" not in body:
+        return body
+    return body.encode("latin-1", "backslashreplace").decode("unicode_escape")
+
+
+# --------------------------------------------------------------------------------------------------
+# Shapes
+# --------------------------------------------------------------------------------------------------
+
+ARRAY_SHAPE: Final = re.compile(r"([a-z][a-z0-9]*)(?:\[([^\]]*)\])?(?:\{([^}]*)\})?")
+_TILE_GROUP: Final = re.compile(r"\(([^)]*)\)")
+_MEMORY_SPACE: Final = re.compile(r"S\((\d+)\)")
+_COMMENT: Final = re.compile(r"/\*.*?\*/|//[^\n]*", re.DOTALL)
+
+
+def parse_layout(text: str) -> Layout:
+    """Decode the text between a shape's layout braces: ``1,0:T(8,128)(2,1)S(1)``."""
+    m2m_text, _, rest = text.partition(":")
+    minor_to_major = tuple(int(d) for d in m2m_text.split(",") if d.strip()) if m2m_text.strip() else ()
+    tiles: tuple[tuple[int, ...], ...] = ()
+    memory_space = 0
+    if rest:
+        t = rest.find("T(")
+        if t >= 0:
+            groups = []
+            pos = t + 1
+            while True:
+                m = _TILE_GROUP.match(rest, pos)
+                if m is None:
+                    break
+                groups.append(tuple(-1 if v.strip() == "*" else int(v) for v in m.group(1).split(",") if v.strip()))
+                pos = m.end()
+            tiles = tuple(groups)
+        m = _MEMORY_SPACE.search(rest)
+        if m:
+            memory_space = int(m.group(1))
+    return Layout(minor_to_major, tiles, memory_space, text)
+
+
+def _parse_dims(text: str) -> tuple[tuple[int, ...], tuple[bool, ...]]:
+    if not text:
+        return (), ()
+    dims = []
+    dynamic = []
+    for d in text.split(","):
+        d = d.strip()
+        if d.startswith("<="):
+            dims.append(int(d[2:]))
+            dynamic.append(True)
+        elif d == "?":
+            dims.append(0)  # unbounded dynamic: no size is known
+            dynamic.append(True)
+        else:
+            dims.append(int(d))
+            dynamic.append(False)
+    return tuple(dims), tuple(dynamic)
+
+
+def parse_array_shape(match: re.Match[str]) -> Shape:
+    """Build an array (or token) shape from an ``ARRAY_SHAPE`` match."""
+    element_type, dims_text, layout_text = match.groups()
+    dims, dynamic = _parse_dims(dims_text or "")
+    layout = parse_layout(layout_text) if layout_text is not None else None
+    return Shape(element_type, dims, dynamic if any(dynamic) else (), layout)
+
+
+def parse_shape(text: str) -> Shape:
+    """Parse a complete shape: an array ``f32[2,3]{1,0}``, a token, or a tuple of any depth.
+
+    Raises:
+        ValueError: when ``text`` is not exactly one shape.
+    """
+    text = text.strip()
+    if "/" in text:
+        text = _COMMENT.sub("", text)
+    shape, pos = _shape_at(text, 0)
+    if text[pos:].strip():
+        raise ValueError(f"unexpected {text[pos:pos + 20]!r} after shape")
+    return shape
+
+
+def _shape_at(text: str, pos: int) -> tuple[Shape, int]:
+    while pos < len(text) and text[pos] in " \t\n":
+        pos += 1
+    if text.startswith("(", pos):
+        pos += 1
+        elements = []
+        while True:
+            while pos < len(text) and text[pos] in " \t\n":
+                pos += 1
+            if text.startswith(")", pos):
+                return Shape("tuple", tuple_shapes=tuple(elements)), pos + 1
+            element, pos = _shape_at(text, pos)
+            elements.append(element)
+            while pos < len(text) and text[pos] in " \t\n":
+                pos += 1
+            if text.startswith(",", pos):
+                pos += 1
+            elif not text.startswith(")", pos):
+                raise ValueError("expected ',' or ')' in tuple shape")
+    if text.startswith("b(", pos):
+        inner, pos = _shape_at(text, pos + 2)
+        while pos < len(text) and text[pos] in " \t\n":
+            pos += 1
+        if not text.startswith(")", pos):
+            raise ValueError("expected ')' closing a buffer shape b(...)")
+        return inner, pos + 1
+    m = ARRAY_SHAPE.match(text, pos)
+    if m is None:
+        raise ValueError(f"expected a shape such as f32[2,3]{{1,0}}, found {text[pos:pos + 20]!r}")
+    return parse_array_shape(m), m.end()
+
+
+# --------------------------------------------------------------------------------------------------
+# Attribute values
+# --------------------------------------------------------------------------------------------------
+
+
+def int_list(text: str) -> tuple[int, ...]:
+    """``{1,2,3}`` (or ``{}``) -> ``(1, 2, 3)``."""
+    body = text.strip()
+    if body.startswith("{"):
+        body = body[1:-1]
+    body = body.strip()
+    return tuple(int(v) for v in body.split(",")) if body else ()
+
+
+def int_value(text: str) -> int:
+    return int(text)
+
+
+def bool_value(text: str) -> bool:
+    if text in ("true", "false"):
+        return text == "true"
+    raise ValueError(f"expected true or false, found {text!r}")
+
+
+def string_value(text: str) -> str:
+    return unquote(text) if text.startswith('"') else text
+
+
+def name_value(text: str) -> str:
+    """A computation reference ``%name`` (or bare ``name``)."""
+    return text[1:] if text.startswith("%") else text
+
+
+def name_list(text: str) -> tuple[str, ...]:
+    """``{%a, %b}`` -> ``("a", "b")``."""
+    body = text.strip()
+    if body.startswith("{"):
+        body = body[1:-1]
+    return tuple(name_value(v.strip()) for v in body.split(",") if v.strip())
+
+
+def nested_int_lists(text: str) -> tuple[tuple[int, ...], ...]:
+    """``{{0,1},{2,3}}`` -> ``((0, 1), (2, 3))``; ``{}`` -> ``()``."""
+    body = text.strip()
+    if not (body.startswith("{") and body.endswith("}")):
+        raise ValueError(f"expected {{{{...}},...}}, found {text[:40]!r}")
+    body = body[1:-1].strip()
+    if not body:
+        return ()
+    out = []
+    for group in re.findall(r"\{([^{}]*)\}", body):
+        group = group.strip()
+        out.append(tuple(int(v) for v in group.split(",")) if group else ())
+    return tuple(out)
+
+
+_IOTA: Final = re.compile(r"\[([\d,\s]*)\]<=\[([\d,\s]*)\](?:T\(([\d,\s]*)\))?")
+_MESH: Final = re.compile(r"mesh\[([^\]]*)\]\s*\{([^}]*)\}")
+
+
+def _iota_groups(group_dims: tuple[int, ...], reshape_dims: tuple[int, ...], perm: tuple[int, ...]) -> tuple[tuple[int, ...], ...]:
+    """Expand XLA's ``IotaReplicaGroupList``: iota over ``reshape_dims``, transposed by ``perm``, reshaped to
+    ``group_dims`` = [num_groups, group_size] (``xla/hlo/ir/tile_assignment.h``, ``IotaTileAssignment``)."""
+    total = math.prod(reshape_dims)
+    if math.prod(group_dims) != total:
+        raise ValueError(f"iota replica groups {list(group_dims)} do not cover {total} devices")
+    if not perm:
+        perm = tuple(range(len(reshape_dims)))
+    if sorted(perm) != list(range(len(reshape_dims))):
+        raise ValueError(f"T{perm} is not a permutation of {len(reshape_dims)} dims")
+    # Strides of the row-major reshape; the transposed array reads index (i_perm0, i_perm1, ...).
+    strides = [1] * len(reshape_dims)
+    for i in range(len(reshape_dims) - 2, -1, -1):
+        strides[i] = strides[i + 1] * reshape_dims[i + 1]
+    transposed_dims = [reshape_dims[p] for p in perm]
+    transposed_strides = [strides[p] for p in perm]
+    flat = [
+        sum(i * s for i, s in zip(idx, transposed_strides))
+        for idx in itertools.product(*(range(d) for d in transposed_dims))
+    ]
+    size = group_dims[-1] if len(group_dims) > 1 else total
+    return tuple(tuple(flat[g : g + size]) for g in range(0, total, size))
+
+
+def _mesh_groups(axes_text: str, selected_text: str) -> tuple[tuple[int, ...], ...]:
+    """Expand ``mesh['x'=2,'y'=4] {'y'}``: devices numbered row-major over the mesh; one group per fixed
+    value of the unselected axes, varying the selected axes (in mesh order)."""
+    axes = []
+    for part in axes_text.split(","):
+        name, _, size = part.partition("=")
+        axes.append((name.strip().strip("'\""), int(size)))
+    selected = {s.strip().strip("'\"") for s in selected_text.split(",") if s.strip()}
+    unknown = selected - {a for a, _ in axes}
+    if unknown:
+        raise ValueError(f"replica group axes {sorted(unknown)} are not mesh axes")
+    sizes = [n for _, n in axes]
+    strides = [1] * len(sizes)
+    for i in range(len(sizes) - 2, -1, -1):
+        strides[i] = strides[i + 1] * sizes[i + 1]
+    fixed = [i for i, (a, _) in enumerate(axes) if a not in selected]
+    varying = [i for i, (a, _) in enumerate(axes) if a in selected]
+    groups = []
+    for fixed_idx in itertools.product(*(range(sizes[i]) for i in fixed)):
+        base = sum(v * strides[i] for v, i in zip(fixed_idx, fixed))
+        groups.append(
+            tuple(
+                base + sum(v * strides[i] for v, i in zip(var_idx, varying))
+                for var_idx in itertools.product(*(range(sizes[i]) for i in varying))
+            )
+        )
+    return tuple(groups)
+
+
+def replica_groups(text: str) -> ReplicaGroups:
+    """Parse ``replica_groups`` in the explicit, iota or mesh-axes form (see ``ReplicaGroups``)."""
+    text = text.strip()
+    if text.startswith("{"):
+        return ReplicaGroups(nested_int_lists(text), "explicit", text)
+    m = _IOTA.fullmatch(text)
+    if m:
+        group_dims = int_list(m.group(1))
+        reshape_dims = int_list(m.group(2))
+        perm = int_list(m.group(3)) if m.group(3) is not None else ()
+        return ReplicaGroups(_iota_groups(group_dims, reshape_dims, perm), "iota", text)
+    m = _MESH.fullmatch(text)
+    if m:
+        return ReplicaGroups(_mesh_groups(m.group(1), m.group(2)), "mesh", text)
+    raise ValueError(f"expected replica groups {{{{0,1}},...}}, [a,b]<=[n] or mesh[...] {{...}}, found {text[:60]!r}")
+
+
+def source_target_pairs(text: str) -> tuple[tuple[int, int], ...]:
+    pairs = nested_int_lists(text)
+    for p in pairs:
+        if len(p) != 2:
+            raise ValueError(f"source_target_pairs entry {p} is not a pair")
+    return tuple((p[0], p[1]) for p in pairs)
+
+
+_SLICE_RANGE: Final = re.compile(r"\[\s*(-?\d+)\s*:\s*(-?\d+)\s*(?::\s*(-?\d+)\s*)?\]")
+
+
+def slice_ranges(text: str) -> tuple[SliceRange, ...]:
+    """``{[0:2], [1:8:2]}`` -> SliceRange per dimension."""
+    return tuple(
+        SliceRange(int(a), int(b), int(c) if c else 1) for a, b, c in _SLICE_RANGE.findall(text)
+    )
+
+
+def padding_config(text: str) -> tuple[PaddingDimension, ...]:
+    """Pad's ``padding=0_0x1_1_2`` -> PaddingDimension per dimension (``lo_hi[_interior]``)."""
+    if not text:
+        return ()
+    out = []
+    for dim in text.split("x"):
+        parts = [int(v) for v in dim.split("_")]
+        if len(parts) not in (2, 3):
+            raise ValueError(f"padding entry {dim!r} is not lo_hi or lo_hi_interior")
+        out.append(PaddingDimension(*parts))
+    return tuple(out)
+
+
+_WINDOW_KEYS: Final = {
+    "size": "size",
+    "stride": "stride",
+    "lhs_dilate": "base_dilation",
+    "rhs_dilate": "window_dilation",
+    "rhs_reversal": "window_reversal",
+}
+
+
+def window(text: str) -> tuple[WindowDimension, ...]:
+    """``{size=3x3 stride=2x2 pad=0_1x0_1 lhs_dilate=1x1 rhs_dilate=2x2}`` -> WindowDimension per dim.
+
+    Keys follow ``window_util::ToString``; ``pad`` is ``lo_hi`` per dimension.
+    """
+    body = text.strip()
+    if body.startswith("{"):
+        body = body[1:-1]
+    fields: dict[str, list[int]] = {}
+    rank = 0
+    for item in body.split():
+        key, _, value = item.partition("=")
+        if key == "pad":
+            pads = [tuple(int(v) for v in d.split("_")) for d in value.split("x")]
+            fields["padding_low"] = [p[0] for p in pads]
+            fields["padding_high"] = [p[1] for p in pads]
+            rank = max(rank, len(pads))
+        elif key in _WINDOW_KEYS:
+            values = [int(v) for v in value.split("x")]
+            fields[_WINDOW_KEYS[key]] = values
+            rank = max(rank, len(values))
+        else:
+            raise ValueError(f"unknown window field {key!r}")
+    dims = []
+    for i in range(rank):
+        kwargs = {k: v[i] for k, v in fields.items()}
+        if "window_reversal" in kwargs:
+            kwargs["window_reversal"] = bool(kwargs["window_reversal"])
+        dims.append(WindowDimension(**kwargs))
+    return tuple(dims)
+
+
+def _labels(part: str, batch: str, feature: str) -> tuple[int, int, tuple[int, ...]]:
+    spatial: dict[int, int] = {}
+    b = f = -1
+    for i, ch in enumerate(part):
+        if ch == batch:
+            b = i
+        elif ch == feature:
+            f = i
+        elif ch.isdigit():
+            spatial[int(ch)] = i
+        else:
+            raise ValueError(f"unexpected {ch!r} in dim_labels part {part!r}")
+    if b < 0 or f < 0:
+        raise ValueError(f"dim_labels part {part!r} lacks {batch!r} or {feature!r}")
+    return b, f, tuple(spatial[k] for k in sorted(spatial))
+
+
+def dim_labels(text: str) -> ConvolutionDimensionNumbers:
+    """``b01f_01io->b01f`` -> ConvolutionDimensionNumbers (``ConvolutionDimensionNumbersToString``).
+
+    Input labels use b/f, kernel labels i/o, output labels b/f; digits are spatial dimensions in window order.
+    """
+    lhs_rhs, arrow, out = text.partition("->")
+    lhs, underscore, rhs = lhs_rhs.partition("_")
+    if not arrow or not underscore:
+        raise ValueError(f"expected dim_labels like b01f_01io->b01f, found {text!r}")
+    ib, if_, isp = _labels(lhs, "b", "f")
+    ki, ko, ksp = _labels(rhs, "i", "o")
+    ob, of, osp = _labels(out, "b", "f")
+    return ConvolutionDimensionNumbers(ib, if_, isp, ki, ko, ksp, ob, of, osp, text)
+
+
+def braced_fields(text: str) -> dict[str, str]:
+    """``{op_name="a" source_line=3}`` -> ``{"op_name": '"a"', "source_line": "3"}`` (values raw)."""
+    return dict(BRACED_FIELD.findall(text))
+
+
+def frontend_attributes(text: str) -> dict[str, str]:
+    """``{_xla_stream="1",key="v"}`` -> dict with the string values unquoted; nested values kept raw."""
+    body = text.strip()
+    if body.startswith("{"):
+        body = body[1:-1]
+    out: dict[str, str] = {}
+    pos = 0
+    key_re = re.compile(r"\s*,?\s*([\w.\-]+)=")
+    while pos < len(body):
+        m = key_re.match(body, pos)
+        if m is None:
+            break
+        pos = m.end()
+        if body.startswith('"', pos):
+            s = STRING.match(body, pos)
+            if s is None:
+                raise ValueError("unterminated string in frontend_attributes")
+            out[m.group(1)] = unquote(s.group())
+            pos = s.end()
+        else:
+            end = _scan_plain(body, pos)
+            out[m.group(1)] = body[pos:end]
+            pos = end
+    return out
+
+
+def _scan_plain(text: str, pos: int) -> int:
+    """End of a value inside a braced list: the next top-level ',' or the end of ``text``."""
+    depth = 0
+    while True:
+        m = VALUE_STOP.search(text, pos)
+        if m is None:
+            return len(text)
+        ch = m.group()
+        at = m.start()
+        if ch == '"':
+            s = STRING.match(text, at)
+            if s is None:
+                return len(text)
+            pos = s.end()
+            continue
+        if ch in OPENERS:
+            depth += 1
+        elif ch in CLOSERS:
+            if depth == 0:
+                return at
+            depth -= 1
+        elif ch == "," and depth == 0:
+            return at
+        pos = at + 1

@@ -1,0 +1,737 @@
+"""Reader of XLA's HLO text (``HloModule::ToString``) into the ``hloscope.hlo`` model.
+
+Design, for speed in pure Python:
+  1. Split the text into lines once. Each instruction line is matched by one compiled regex
+     (``_hlo_re.INSTRUCTION_FAST``), its attributes split at ``, key=`` boundaries and checked balanced.
+  2. Anything unusual (a tuple shape, operands with tuple shapes, a value spanning lines, a string holding
+     ``, key=``) takes the general path: a scanner over absolute positions in the whole text that jumps
+     between brackets and quotes with ``re.search`` instead of stepping character by character.
+  3. Shapes and metadata repeat: each distinct text is parsed once per module (dicts bounded by the module).
+  4. Cross-references (operands, called computations) are checked in one pass at the end.
+
+Every failure is an ``HloParseError`` naming the source, line, column, computation and instruction.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from hloscope.hlo import (
+    CALLED_COMPUTATION_ROLES,
+    DecodedAttributes,
+    HloComputation,
+    HloInstruction,
+    HloModule,
+    Metadata,
+    Shape,
+    StackFrame,
+)
+from hloscope.parsers import _hlo_re as r
+from hloscope.parsers._errors import HloParseError
+from hloscope.parsers._hlo_attrs import ATTRIBUTE_PARSERS, KNOWN_OPCODES, LIST_CALL_KEYS
+
+#: Placeholder shape of an instruction printed without one, until ``_infer_shape`` replaces it.
+_INFERRED = Shape("inferred")
+_SHAPE_PRESERVING = frozenset(
+    "abs add and atan2 cbrt ceil clamp compare copy cos divide erf exp expm1 exponential-minus-one floor "
+    "imag is-finite log log-plus-one log1p logistic maximum minimum multiply negate not or popcnt power real "
+    "remainder round-nearest-afz round-nearest-even rsqrt select shift-left shift-right-arithmetic "
+    "shift-right-logical sign sin sqrt subtract tan tanh xor".split()
+)
+_NO_CALLS: dict[str, tuple[str, ...]] = {}
+_SIGIL_FINDALL = r.SIGIL_NAME.findall
+#: Cheap test for an attribute naming a called computation, then the exact pattern.
+_CALL_KEY_HINT = re.compile(r"(?:calls|to_apply|condition|body|computation|computations)=")
+_CALL_KEY = re.compile(
+    r"(?:^|,)\s*(calls|to_apply|condition|body|branch_computations|true_computation|false_computation|"
+    r"called_computations|async_wrapped_computation)=(\{[^}]*\}|[^\s,]+)"
+)
+_TABLE_NAMES = frozenset({"FileNames", "FunctionNames", "FileLocations", "StackFrames"})
+_TABLE_ROW = re.compile(r"[ \t]*(\d+)[ \t]+([^\n]*?)[ \t\r]*$", re.MULTILINE)
+#: ``INSTRUCTION_FAST`` anchored to end at a line end (the match covers exactly one line).
+_INSTRUCTION_LINE = re.compile(r.INSTRUCTION_FAST.pattern + r"(?=\n|\Z)", re.VERBOSE)
+_MODULE_HEADER = re.compile(r"\s*HloModule[ \t]+([^\s,]+)")
+_MODULE_SEPARATOR = re.compile(r"^//[ \t]*-----[^\n]*$", re.MULTILINE)
+_NO_SIGIL_OPERAND = re.compile(r"([^\s,()]+)\s*$")
+_ATTRIBUTE_KEY = re.compile(r",\s*([A-Za-z_][\w.\-]*)=")
+_BRACKET_OR_QUOTE = re.compile(r'[{}\[\]()"]')
+
+
+def parse_hlo_text(text: str, source: str = "<string>") -> HloModule:
+    """Parse one HLO module from its text form (as ``compiled.as_text()`` or an XLA dump prints it).
+
+    Args:
+        text: the module text. A text without an ``HloModule`` header is read as one module whose entry is
+            the ``ENTRY`` computation (else the last one), as XLA's parser does.
+        source: where the text came from, for error messages.
+
+    Returns:
+        The parsed ``HloModule``.
+
+    Raises:
+        HloParseError: on text that is not HLO: the message names ``source``, line, column, the enclosing
+            computation and instruction, and what was expected.
+    """
+    return _Parser(text, source).parse()
+
+
+def split_modules(text: str) -> list[str]:
+    """Split a file holding several modules separated by ``// -----`` lines (XLA's test files)."""
+    return [part for part in _MODULE_SEPARATOR.split(text) if part.strip()]
+
+
+class _Parser:
+    __slots__ = ("src", "source", "shapes", "metadata", "unknown_opcodes", "frames", "computation", "inline",
+                 "line_starts")
+
+    def __init__(self, src: str, source: str) -> None:
+        self.src = src
+        self.source = source
+        self.shapes: dict[str, Shape] = {}
+        self.metadata: dict[str, Metadata] = {}
+        self.unknown_opcodes: set[str] = set()
+        self.frames: dict[int, StackFrame] = {}
+        self.computation = ""
+        self.inline: list[HloComputation] = []
+        self.line_starts: list[int] = []
+
+    # -- errors ------------------------------------------------------------------------------------
+
+    def error(self, msg: str, pos: int, instruction: str = "") -> HloParseError:
+        return HloParseError(msg, self.src, pos, source=self.source, computation=self.computation,
+                             instruction=instruction)
+
+    # -- module --------------------------------------------------------------------------------------
+
+    def parse(self) -> HloModule:
+        src = self.src
+        n = len(src)
+        pos = 0
+        lineno = 1
+        name = ""
+        header: dict[str, str] = {}
+        tables: dict[str, dict[int, str]] = {}
+        computations: list[HloComputation] = []
+        seen_header = False
+        while pos < n:
+            eol = src.find("\n", pos)
+            if eol < 0:
+                eol = n
+            stripped = src[pos:eol].strip()
+            if not stripped or stripped.startswith("//") or stripped.startswith("#"):
+                pos, lineno = eol + 1, lineno + 1
+                continue
+            if stripped.startswith("/*"):
+                close = src.find("*/", pos)
+                if close < 0:
+                    raise self.error("unterminated '/*' comment", src.index("/*", pos))
+                end = src.find("\n", close)
+                end = n if end < 0 else end
+                lineno += src.count("\n", pos, end) + 1
+                pos = end + 1
+                continue
+            if stripped.startswith("HloModule"):
+                if seen_header or computations:
+                    raise self.error("a second 'HloModule' header: one text holds one module "
+                                     "(split files of several at their '// -----' lines)", pos)
+                seen_header = True
+                name, header, end = self._module_header(pos)
+                lineno += src.count("\n", pos, end) + 1
+                pos = end + 1
+                continue
+            if stripped in _TABLE_NAMES:
+                pos, lineno = self._table(eol + 1, lineno + 1, tables.setdefault(stripped, {}))
+                continue
+            if stripped.startswith("}"):
+                raise self.error("'}' with no computation open", src.index("}", pos))
+            if tables and not self.frames:
+                self.frames.update(_resolve_stack_frames(tables))
+            comp, pos, lineno = self._computation(pos, lineno)
+            computations.extend(self.inline)
+            self.inline.clear()
+            computations.append(comp)
+        if not computations:
+            raise self.error("expected at least one computation ('ENTRY %name (...) -> shape {')", n)
+        if tables and not self.frames:
+            self.frames.update(_resolve_stack_frames(tables))
+        return self._finish(name, header, computations)
+
+    def _module_header(self, offset: int) -> tuple[str, dict[str, str], int]:
+        src = self.src
+        m = _MODULE_HEADER.match(src, offset)
+        if m is None:
+            raise self.error("expected 'HloModule <name>'", offset)
+        pairs, end = self._attribute_pairs(m.end(), "")
+        return m.group(1), dict(pairs), end
+
+    def _table(self, pos: int, lineno: int, rows: dict[int, str]) -> tuple[int, int]:
+        src = self.src
+        while pos < len(src):
+            m = _TABLE_ROW.match(src, pos)
+            if m is None:
+                break
+            rows[int(m.group(1))] = m.group(2)
+            pos, lineno = m.end() + 1, lineno + 1
+        return pos, lineno
+
+    # -- computations ----------------------------------------------------------------------------------
+
+    def _computation(self, pos: int, lineno: int) -> tuple[HloComputation, int, int]:
+        src = self.src
+        n = len(src)
+        eol = src.find("\n", pos)
+        if eol < 0:
+            eol = n
+        line = src[pos:eol]
+        m = r.COMPUTATION_HEAD.match(line)
+        if m is None or not line.rstrip().endswith("{"):
+            raise self.error("expected a computation header such as 'ENTRY %main (p: f32[2]) -> f32[2] {'",
+                             _first_nonblank(src, pos))
+        is_entry = m.group(1) is not None
+        comp_name = m.group(2)
+        self.computation = comp_name
+        start_line = lineno
+        header_pos = pos
+        pos, lineno = eol + 1, lineno + 1
+        instructions: list[HloInstruction] = []
+        append = instructions.append
+        root = ""
+        fast = _INSTRUCTION_LINE.match
+        shapes = self.shapes
+        known = KNOWN_OPCODES
+        findall = _SIGIL_FINDALL
+        while True:
+            m = fast(src, pos)
+            if m is not None:
+                # Inlined fast path (see _fast_instruction for the same logic with comments).
+                is_root, name, shape_text, opcode, operand_text, rest = m.groups()
+                inst = None
+                if rest:
+                    rest = rest.strip()
+                    if rest and (rest[0] != "," or rest[-1] == "," or rest.count("{") != rest.count("}")
+                                 or rest.count('"') & 1):
+                        rest = None
+                if rest is not None and "%" in operand_text and opcode in known:
+                    called = _NO_CALLS
+                    if rest and ("=%" in rest or "={%" in rest):
+                        called = self._called(rest, lineno)
+                    if called is not None:
+                        shape = shapes.get(shape_text)
+                        if shape is None:
+                            shape = self._shape(shape_text, m.start(3), name)
+                        inst = HloInstruction(name, opcode, shape, tuple(findall(operand_text)), called,
+                                              is_root is not None, lineno, "", -1, rest, self)
+                else:
+                    inst = self._fast_instruction(m, lineno, pos)
+                if inst is not None:
+                    if inst.is_root:
+                        if root:
+                            raise self.error(f"second ROOT {inst.name!r}; {root!r} is already the root", pos,
+                                             inst.name)
+                        root = inst.name
+                    append(inst)
+                    pos, lineno = m.end() + 1, lineno + 1
+                    continue
+            if pos >= n:
+                raise self.error(f"computation {comp_name!r} is not closed with '}}' (truncated file?)", n)
+            eol = src.find("\n", pos)
+            if eol < 0:
+                eol = n
+            stripped = src[pos:eol].strip()
+            if not stripped or stripped.startswith("//"):
+                pos, lineno = eol + 1, lineno + 1
+                continue
+            if stripped.startswith("}"):
+                rest = stripped[1:].strip()
+                if rest and not rest.startswith(",") and not rest.startswith("//"):
+                    raise self.error("unexpected text after the computation's closing '}'", eol - len(rest))
+                pos, lineno = eol + 1, lineno + 1
+                break
+            inst, end = self._general_instruction(pos, lineno)
+            if inst.shape is _INFERRED:
+                inst = self._infer_shape(inst, instructions, pos)
+            if inst.is_root:
+                if root:
+                    raise self.error(f"second ROOT {inst.name!r}; {root!r} is already the root", pos, inst.name)
+                root = inst.name
+            append(inst)
+            lineno += src.count("\n", pos, end) + 1
+            pos = end + 1
+        if not instructions:
+            raise self.error(f"computation {comp_name!r} has no instructions", header_pos)
+        if not root:
+            root = instructions[-1].name  # XLA's parser takes the last instruction as the root.
+        params = sorted((inst.parameter_number, inst.shape) for inst in instructions if inst.opcode == "parameter")
+        comp = HloComputation(comp_name, tuple(instructions), root, is_entry,
+                              tuple(sh for _, sh in params), start_line)
+        self.computation = ""
+        return comp, pos, lineno
+
+    def _infer_shape(self, inst: HloInstruction, before: list[HloInstruction], pos: int) -> HloInstruction:
+        """Shape of an instruction printed without one (XLA's parser infers it): hloscope infers only
+        elementwise ops, whose result has their first operand's shape (``pred`` for ``compare``)."""
+        operand = next((i for i in reversed(before) if inst.operands and i.name == inst.operands[0]), None)
+        if inst.opcode not in _SHAPE_PRESERVING or operand is None:
+            raise self.error(f"instruction {inst.name!r} has no shape; hloscope infers omitted shapes only "
+                             "for elementwise ops", pos, inst.name)
+        shape = operand.shape
+        if inst.opcode == "compare":
+            shape = Shape("pred", shape.dims, shape.dynamic_dims, shape.layout)
+        inst.shape = shape
+        return inst
+
+    # -- instructions ----------------------------------------------------------------------------------
+
+    def _fast_instruction(self, m: re.Match[str], lineno: int, offset: int) -> HloInstruction | None:
+        """Build the instruction from a one-line match, or None when the general path must decide.
+
+        Only the structure is read here; the attribute text is kept for ``decode`` (on first access).
+        """
+        root, name, shape_text, opcode, operand_text, rest = m.groups()
+        called = _NO_CALLS
+        if rest:
+            rest = rest.strip()
+            if rest:
+                if (rest[0] != "," or rest[-1] == "," or rest.count("{") != rest.count("}")
+                        or rest.count('"') & 1):
+                    return None  # continued on the next line, or quoting the split cannot trust
+                if ("=%" in rest or "={%" in rest) if "%" in rest else _CALL_KEY_HINT.search(rest):
+                    called = self._called(rest, lineno)
+                    if called is None:
+                        return None
+        shape = self.shapes.get(shape_text)
+        if shape is None:
+            shape = self._shape(shape_text, m.start(3), name)
+        if "%" in operand_text:
+            operands = tuple(_SIGIL_FINDALL(operand_text))
+        elif opcode == "parameter":
+            try:
+                number = int(operand_text)
+            except ValueError:
+                raise self.error(f"parameter number must be an integer, found {operand_text!r}",
+                                 m.start(5), name) from None
+            return HloInstruction(name, opcode, shape, (), called, root is not None, lineno, "", number, rest,
+                                  self)
+        elif opcode == "constant":
+            return HloInstruction(name, opcode, shape, (), called, root is not None, lineno, operand_text, -1,
+                                  rest, self)
+        elif operand_text:
+            operands = _operands_without_sigil(operand_text)
+        else:
+            operands = ()
+        if opcode not in KNOWN_OPCODES:
+            self.unknown_opcodes.add(opcode)
+        return HloInstruction(name, opcode, shape, operands, called, root is not None, lineno, "", -1, rest, self)
+
+    def _called(self, rest: str, lineno: int) -> dict[str, tuple[str, ...]] | None:
+        """Called computations named in a one-line attribute text, or None when a value is not a plain name
+        list (an inline computation: the general path handles it)."""
+        called: dict[str, tuple[str, ...]] = {}
+        for key, value in _CALL_KEY.findall(rest):
+            if value.startswith("{") and "=" in value:
+                return None
+            role = CALLED_COMPUTATION_ROLES.get(key, "calls")
+            names = r.name_list(value) if value.startswith("{") else (r.name_value(value),)
+            called[role] = called.get(role, ()) + names
+        return called
+
+    def _general_instruction(self, pos: int, lineno: int) -> tuple[HloInstruction, int]:
+        src = self.src
+        m = r.INSTRUCTION_HEAD.match(src, pos)
+        if m is None:
+            raise self.error("expected an instruction such as '%name = f32[2]{0} add(%a, %b)'",
+                             _first_nonblank(src, pos))
+        root, name = m.group(1), m.group(2)
+        start = m.end()
+        if r.OPCODE.match(src, start) and not src.startswith("b(", start):
+            shape_text = ""  # shape omitted: XLA infers it; see _infer_shape
+            pos = start
+        elif src.startswith("(", start) or src.startswith("b(", start):
+            end = self._matching(src.index("(", start), "(", name)
+            shape_text = src[start:end + 1]
+            pos = end + 1
+        else:
+            sm = r.ARRAY_SHAPE.match(src, start)
+            if sm is None or sm.end() == start:
+                raise self.error("expected a shape such as f32[2,3]{1,0}", start, name)
+            shape_text = sm.group()
+            pos = sm.end()
+        shape = self.shapes.get(shape_text) if shape_text else _INFERRED
+        if shape is None:
+            shape = self._shape(shape_text, start, name)
+        om = r.OPCODE.match(src, pos)
+        if om is None:
+            raise self.error("expected an opcode and '(' after the shape", _first_nonblank(src, pos), name)
+        opcode = om.group(1)
+        open_paren = om.end() - 1
+        close = self._matching(open_paren, "(", name)
+        operand_text = src[open_paren + 1:close]
+        pairs, end = self._attribute_pairs(close + 1, name)
+        return self._build(name, opcode, shape, operand_text, pairs, root is not None, lineno, m.start(2)), end
+
+    def _attribute_pairs(self, pos: int, name: str) -> tuple[list[tuple[str, str]], int]:
+        """Read ``, key=value`` pairs from ``pos`` to the end of the (logical) line; return them and the end."""
+        src = self.src
+        n = len(src)
+        eol = src.find("\n", pos)
+        if eol < 0:
+            eol = n
+        quick = _split_attributes(src[pos:eol])
+        if quick is not None:
+            return quick, eol
+        pairs = []
+        while True:
+            while pos < n and src[pos] in " \t\r":
+                pos += 1
+            if pos >= n or src[pos] == "\n":
+                return pairs, pos
+            if src.startswith("/*", pos):
+                close = src.find("*/", pos)
+                if close < 0:
+                    raise self.error("unterminated '/*' comment", pos, name)
+                pos = close + 2
+                continue
+            if src.startswith("//", pos):
+                eol = src.find("\n", pos)
+                return pairs, n if eol < 0 else eol
+            if src[pos] != ",":
+                raise self.error("expected ', key=value' or the end of the line", pos, name)
+            km = _ATTRIBUTE_KEY.match(src, pos)
+            if km is None:
+                raise self.error("expected 'key=value' after ','", pos + 1, name)
+            vstart = km.end()
+            while vstart < n and src[vstart] in " \t\r\n":
+                vstart += 1
+            vend = self._value_end(vstart, name)
+            pairs.append((km.group(1), src[vstart:vend].strip()))
+            pos = vend
+
+    def _value_end(self, pos: int, name: str) -> int:
+        """End of an attribute value: the next ',' or newline outside brackets and strings."""
+        src = self.src
+        depth = 0
+        opened: list[int] = []
+        search = r.VALUE_STOP.search
+        while True:
+            m = search(src, pos)
+            if m is None:
+                if depth:
+                    raise self.error("unclosed bracket in attribute value (truncated file?)", opened[-1], name)
+                return len(src)
+            ch = m.group()
+            at = m.start()
+            if ch == '"':
+                s = r.STRING.match(src, at)
+                if s is None:
+                    raise self.error("unterminated string", at, name)
+                pos = s.end()
+                continue
+            if ch in r.OPENERS:
+                depth += 1
+                opened.append(at)
+            elif ch in r.CLOSERS:
+                if depth == 0:
+                    return at
+                depth -= 1
+                opened.pop()
+            elif depth == 0:
+                return at
+            pos = at + 1
+
+    def _matching(self, open_pos: int, opener: str, name: str) -> int:
+        """Position of the bracket closing the one at ``open_pos`` (strings and nesting skipped)."""
+        src = self.src
+        depth = 0
+        pos = open_pos
+        search = _BRACKET_OR_QUOTE.search
+        while True:
+            m = search(src, pos)
+            if m is None:
+                raise self.error(f"'{opener}' is never closed (truncated file?)", open_pos, name)
+            ch = m.group()
+            at = m.start()
+            if ch == '"':
+                s = r.STRING.match(src, at)
+                if s is None:
+                    raise self.error("unterminated string", at, name)
+                pos = s.end()
+                continue
+            if ch in r.OPENERS:
+                depth += 1
+            else:
+                depth -= 1
+                if depth == 0:
+                    return at
+            pos = at + 1
+
+    def _shape(self, text: str, pos: int, name: str) -> Shape:
+        try:
+            shape = r.parse_shape(text)
+        except ValueError as e:
+            raise self.error(f"bad shape {text[:60]!r}: {e}", pos, name) from None
+        self.shapes[text] = shape
+        return shape
+
+    def _build(self, name: str, opcode: str, shape: Shape, operand_text: str,
+               pairs: list[tuple[str, str]], is_root: bool, lineno: int, pos: int) -> HloInstruction:
+        """An instruction from the general path, its attributes decoded at once."""
+        literal = ""
+        number = -1
+        if opcode == "parameter":
+            try:
+                number = int(operand_text)
+            except ValueError:
+                raise self.error(f"parameter number must be an integer, found {operand_text!r}", pos, name) from None
+            operands: tuple[str, ...] = ()
+        elif opcode == "constant":
+            literal = operand_text
+            operands = ()
+        elif "%" in operand_text:
+            operands = tuple(_SIGIL_FINDALL(operand_text))
+        elif operand_text.strip():
+            operands = _operands_without_sigil(operand_text)
+        else:
+            operands = ()
+        if opcode not in KNOWN_OPCODES:
+            self.unknown_opcodes.add(opcode)
+        called: dict[str, tuple[str, ...]] = {}
+        rest = []
+        for key, value in pairs:
+            if key in CALLED_COMPUTATION_ROLES or key in LIST_CALL_KEYS:
+                role = CALLED_COMPUTATION_ROLES.get(key, "calls")
+                if value.startswith("{") and "=" in value:
+                    names: tuple[str, ...] = (self._inline_computation(f"{name}.{key}", value, pos),)
+                else:
+                    names = r.name_list(value) if value.startswith("{") else (r.name_value(value),)
+                called[role] = called.get(role, ()) + names
+            else:
+                rest.append((key, value))
+        inst = HloInstruction(name, opcode, shape, operands, called or _NO_CALLS, is_root, lineno, literal,
+                              number, "<decoded>" if rest else "", self)
+        if rest:
+            inst._decoded = self._decoded(rest, name, pos)
+        return inst
+
+    def decode(self, inst: HloInstruction) -> DecodedAttributes:
+        """Decode an instruction's kept attribute text (``AttributeDecoder`` protocol)."""
+        text = inst.attribute_text
+        pairs = _split_attributes(text)
+        pos = self._line_pos(inst.line)
+        if pairs is None:
+            # A string or nested value holds ", key=": scan the line properly.
+            start = self.src.find(text, pos) if text else -1
+            if start < 0:
+                raise self.error("cannot locate the attribute text of this instruction", pos, inst.name)
+            pairs, _ = self._attribute_pairs(start, inst.name)
+        pairs = [(k, v) for k, v in pairs if k not in CALLED_COMPUTATION_ROLES and k not in LIST_CALL_KEYS]
+        return self._decoded(pairs, inst.name, pos)
+
+    def _decoded(self, pairs: list[tuple[str, str]], name: str, pos: int) -> DecodedAttributes:
+        attributes: dict[str, Any] = {}
+        metadata = None
+        backend_config = ""
+        frontend: dict[str, str] = {}
+        sharding = ""
+        for key, value in pairs:
+            if key == "metadata":
+                metadata = self.metadata.get(value)
+                if metadata is None:
+                    metadata = self._metadata(value)
+            elif key == "backend_config":
+                backend_config = r.unquote(value) if value.startswith('"') else value
+            elif key == "frontend_attributes":
+                try:
+                    frontend = r.frontend_attributes(value)
+                except ValueError as e:
+                    raise self.error(f"bad frontend_attributes: {e}", pos, name) from None
+            elif key == "sharding":
+                sharding = value
+            else:
+                parser = ATTRIBUTE_PARSERS.get(key)
+                if parser is None:
+                    attributes[key] = value
+                else:
+                    try:
+                        attributes[key] = parser(value)
+                    except (ValueError, IndexError) as e:
+                        raise self.error(f"bad value for {key}: {e}", pos, name) from None
+        return DecodedAttributes(attributes, metadata, backend_config, frontend, sharding)
+
+    def _inline_computation(self, comp_name: str, body: str, pos: int) -> str:
+        """Parse an anonymous computation written in place (``to_apply={ a = ... ROOT ... }``), which XLA's
+        parser accepts; it joins the module under ``comp_name``."""
+        sub = _Parser(f"{comp_name} {body}", self.source)
+        sub.shapes = self.shapes
+        try:
+            comp, _, _ = sub._computation(0, 1)
+        except HloParseError as e:
+            raise self.error(f"in the computation written in place for {comp_name!r}: {e.msg}", pos) from None
+        self.inline.append(comp)
+        return comp_name
+
+    def _metadata(self, value: str) -> Metadata:
+        fields = r.braced_fields(value)
+        op_name = fields.get("op_name", "")
+        op_type = fields.get("op_type", "")
+        source_file = fields.get("source_file", "")
+        try:
+            source_line = int(fields.get("source_line", 0))
+            frame = int(fields.get("stack_frame_id", 0))
+        except ValueError:
+            source_line, frame = 0, 0
+        source_file = r.unquote(source_file) if source_file.startswith('"') else source_file
+        if not source_file and frame:
+            resolved = self.frames.get(frame)
+            if resolved is not None:
+                source_file, source_line = resolved.file_name, resolved.line
+        md = Metadata(r.unquote(op_type) if op_type.startswith('"') else op_type,
+                      r.unquote(op_name) if op_name.startswith('"') else op_name,
+                      source_file, source_line, frame, value)
+        self.metadata[value] = md
+        return md
+
+    # -- cross references ------------------------------------------------------------------------------
+
+    def _finish(self, name: str, header: dict[str, str], computations: list[HloComputation]) -> HloModule:
+        by_name: dict[str, HloComputation] = {}
+        for comp in computations:
+            self.computation = comp.name
+            if comp.name in by_name:
+                raise self.error(f"duplicate computation name {comp.name!r}", self._line_pos(comp.line))
+            by_name[comp.name] = comp
+            local = {inst.name for inst in comp.instructions}
+            if len(local) != len(comp.instructions):
+                seen: set[str] = set()
+                for inst in comp.instructions:
+                    if inst.name in seen:
+                        raise self.error(f"duplicate instruction name {inst.name!r}", self._line_pos(inst.line),
+                                         inst.name)
+                    seen.add(inst.name)
+            covered = local.issuperset
+            for inst in comp.instructions:
+                if inst.operands and not covered(inst.operands):
+                    op = next(o for o in inst.operands if o not in local)
+                    raise self.error(f"operand {op!r} is not an instruction of computation {comp.name!r}",
+                                     self._line_pos(inst.line), inst.name)
+        for comp in computations:
+            self.computation = comp.name
+            for inst in comp.instructions:
+                if inst.called_computations:
+                    for role, names in inst.called_computations.items():
+                        for callee in names:
+                            if callee not in by_name:
+                                raise self.error(f"{role}={callee!r} names no computation of this module",
+                                                 self._line_pos(inst.line), inst.name)
+        self.computation = ""
+        entries = [c for c in computations if c.is_entry]
+        if len(entries) > 1:
+            raise self.error(f"more than one ENTRY computation: {entries[0].name!r}, {entries[1].name!r}",
+                             self._line_pos(entries[1].line))
+        entry = entries[0] if entries else computations[-1]
+        return HloModule(
+            name or entry.name,
+            tuple(computations),
+            entry.name,
+            header,
+            _header_int(header, "num_partitions"),
+            _header_int(header, "replica_count"),
+            self.frames,
+            self.source,
+            frozenset(self.unknown_opcodes),
+        )
+
+    def _line_pos(self, lineno: int) -> int:
+        """Offset of the start of 1-based line ``lineno`` (table built once, on first need)."""
+        starts = self.line_starts
+        if not starts:
+            starts.append(0)
+            find = self.src.find
+            pos = find("\n")
+            while pos >= 0:
+                starts.append(pos + 1)
+                pos = find("\n", pos + 1)
+        return starts[lineno - 1] if 0 < lineno <= len(starts) else len(self.src)
+
+
+def _split_attributes(text: str) -> list[tuple[str, str]] | None:
+    """Split one line's ``, key=value`` list at its key boundaries when that is safe: every value balanced
+    and every string closed. None means "scan it properly" (a value continues on the next line, or a string
+    holds ``, key=``)."""
+    text = text.rstrip()
+    if not text:
+        return []
+    if text[-1] == ",":
+        return None
+    parts = r.ATTRIBUTE_SPLIT.split(text)
+    if parts[0].strip():
+        return None
+    pairs = []
+    for k in range(1, len(parts), 2):
+        value = parts[k + 1]
+        check = r.STRING.sub("", value) if '"' in value else value
+        if ('"' in check or check.count("{") != check.count("}") or check.count("(") != check.count(")")
+                or check.count("[") != check.count("]")):
+            return None
+        pairs.append((parts[k], value.strip()))
+    return pairs
+
+
+def _first_nonblank(src: str, pos: int) -> int:
+    while pos < len(src) and src[pos] in " \t":
+        pos += 1
+    return pos
+
+
+def _operands_without_sigil(text: str) -> tuple[str, ...]:
+    """Operand names from an operand list printed without ``%`` (older XLA): the last token of each
+    top-level comma-separated entry, after shapes and ``/*index=N*/`` comments."""
+    if "/*" in text:
+        text = re.sub(r"/\*.*?\*/", "", text)
+    out = []
+    depth = 0
+    start = 0
+    for i, ch in enumerate(text):
+        if ch in "({[":
+            depth += 1
+        elif ch in ")}]":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            out.append(text[start:i])
+            start = i + 1
+    out.append(text[start:])
+    names = []
+    for piece in out:
+        m = _NO_SIGIL_OPERAND.search(piece)
+        if m:
+            names.append(m.group(1))
+    return tuple(names)
+
+
+def _header_int(header: dict[str, str], key: str) -> int:
+    try:
+        return int(header.get(key, 1))
+    except ValueError:
+        return 1
+
+
+def _resolve_stack_frames(tables: dict[str, dict[int, str]]) -> dict[int, StackFrame]:
+    """Join the ``FileNames``/``FunctionNames``/``FileLocations``/``StackFrames`` tables (XLA
+    ``StackFrameIndexProto``, printed 1-based) into frame id -> innermost file, function and line."""
+    frames_table = tables.get("StackFrames")
+    if not frames_table:
+        return {}
+    files = {k: r.unquote(v) if v.startswith('"') else v for k, v in tables.get("FileNames", {}).items()}
+    functions = {k: r.unquote(v) if v.startswith('"') else v for k, v in tables.get("FunctionNames", {}).items()}
+    locations = {k: r.braced_fields(v) for k, v in tables.get("FileLocations", {}).items()}
+    frames = {}
+    for frame_id, text in frames_table.items():
+        fields = r.braced_fields(text)
+        loc = locations.get(int(fields.get("file_location_id", 0)), {})
+        frames[frame_id] = StackFrame(
+            files.get(int(loc.get("file_name_id", 0)), ""),
+            functions.get(int(loc.get("function_name_id", 0)), ""),
+            int(loc.get("line", 0)),
+            int(fields.get("parent_frame_id", 0)),
+        )
+    return frames

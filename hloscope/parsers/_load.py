@@ -1,0 +1,79 @@
+"""Where HLO text comes from: a string, a file, or an XLA dump directory (``--xla_dump_to``)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from hloscope.hlo import HloModule
+from hloscope.parsers._errors import HloParseError
+from hloscope.parsers._hlo_text import parse_hlo_text
+
+#: Suffix of the post-optimization module text XLA writes into a dump directory
+#: (``xla/service/dump.cc``: ``<prefix>.<module>.after_optimizations.txt``). Side files such as
+#: ``*.after_optimizations-buffer-assignment.txt`` or ``*_before_buffer_assignment.txt`` are not modules.
+DUMP_SUFFIX = ".after_optimizations.txt"
+
+
+def parse_hlo(text_or_path: str | os.PathLike[str], *, module: str | None = None) -> HloModule:
+    """Parse HLO from a string, a text file, or an XLA dump directory.
+
+    Args:
+        text_or_path: HLO text (as ``compiled.as_text()`` returns it), a path to a text file, or a directory
+            written by ``XLA_FLAGS=--xla_dump_to=DIR``.
+        module: for a dump directory holding several modules, a substring of the wanted module's file or
+            module name (e.g. ``"jit_train_step"``).
+
+    Returns:
+        The parsed ``HloModule``.
+
+    Raises:
+        HloParseError: the text is not HLO (names file, line and column).
+        FileNotFoundError: the path does not exist.
+        ValueError: a dump directory holds no post-optimization module, or several and ``module`` does not
+            pick exactly one (the message lists them).
+    """
+    if isinstance(text_or_path, str) and _looks_like_text(text_or_path):
+        return parse_hlo_text(text_or_path)
+    path = Path(text_or_path)
+    if path.is_dir():
+        files = dump_modules(path)
+        if module is not None:
+            files = [f for f in files if module in f.name]
+        if len(files) != 1:
+            names = ", ".join(f.name for f in dump_modules(path)) or "none"
+            raise ValueError(
+                f"{path}: {'no' if not files else len(files)} post-optimization modules "
+                f"(*{DUMP_SUFFIX}) match{'' if module is None else f' {module!r}'}; "
+                f"pass module=<part of the name> to pick one of: {names}"
+            )
+        path = files[0]
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no such file or directory")
+    return parse_hlo_text(read_text(path), source=str(path))
+
+
+def parse_hlo_dump(path: str | os.PathLike[str]) -> list[HloModule]:
+    """Parse every post-optimization module of an XLA dump directory, in file-name order."""
+    return [parse_hlo_text(read_text(f), source=str(f)) for f in dump_modules(Path(path))]
+
+
+def dump_modules(path: Path) -> list[Path]:
+    """The ``*.after_optimizations.txt`` files of a dump directory, sorted by name."""
+    return sorted(p for p in path.iterdir() if p.name.endswith(DUMP_SUFFIX) and p.is_file())
+
+
+def read_text(path: Path) -> str:
+    """Read a file as UTF-8, turning a decode failure into an ``HloParseError`` with its byte offset."""
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise HloParseError(
+            f"not UTF-8 text at byte {e.start} (is this a binary file, e.g. an .xplane.pb or an HLO proto?)",
+            data[: e.start].decode("utf-8", "replace"), e.start, source=str(path),
+        ) from None
+
+
+def _looks_like_text(s: str) -> bool:
+    return "\n" in s or s.lstrip().startswith(("HloModule", "ENTRY")) or "{" in s
