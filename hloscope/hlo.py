@@ -115,6 +115,33 @@ class Shape:
         bits = ELEMENT_BITS.get(self.element_type, 0)
         return (math.prod(self.dims) * bits + 7) // 8
 
+    @property
+    def padded_size_bytes(self) -> int:
+        """Bytes the array occupies in memory with its layout's first tile applied: each of the most-minor
+        dims the tile covers is rounded up to a multiple of the tile (a scalar counts as one element padded
+        to the tile). Equals ``size_bytes`` for untiled layouts. Summed over tuple leaves.
+
+        TPU layouts tile (``{1,0:T(8,128)(2,1)}``), and XLA's TPU cost analysis charges these padded sizes
+        (measured: ``f32[8,16]{1,0:T(8,128)}`` counts 4096 bytes; see docs/xla_cost_rules.md).
+        """
+        if self.is_tuple:
+            return sum(s.padded_size_bytes for s in self.tuple_shapes)
+        layout = self.layout
+        if layout is None or not layout.tiles or not self.is_array or not self.dims:
+            return self.size_bytes  # scalars: XLA's TPU analysis charges their data size
+        tile = layout.tiles[0]
+        m2m = layout.minor_to_major or tuple(range(len(self.dims) - 1, -1, -1))
+        physical = [self.dims[d] for d in reversed(m2m)] or [1]  # major to minor
+        k = len(tile)
+        if k > len(physical):
+            physical = [1] * (k - len(physical)) + physical
+        for i, t in enumerate(tile):
+            j = len(physical) - k + i
+            if t > 0:
+                physical[j] = -(-physical[j] // t) * t
+        bits = ELEMENT_BITS.get(self.element_type, 0)
+        return (math.prod(physical) * bits + 7) // 8
+
     def leaves(self) -> Iterator[Shape]:
         """The array (and token) shapes of a tuple, depth first; the shape itself for an array."""
         if self.is_tuple:

@@ -67,7 +67,7 @@ KNOWN_OPCODES: Final = frozenset(
     clz collective-broadcast collective-permute collective-permute-done collective-permute-start compare
     complex concatenate conditional constant convert convolution copy copy-done copy-start cos custom-call
     divide domain dot dynamic-reshape dynamic-slice dynamic-update-slice erf exp exponential-minus-one
-    expm1 fft floor fusion gather get-dimension-size get-tuple-element imag infeed iota is-finite log
+    expm1 exponential fft floor fusion gather get-dimension-size get-tuple-element imag infeed iota is-finite log
     log-plus-one log1p logistic map maximum minimum multiply negate not optimization-barrier or outfeed pad
     parameter partition-id popcnt power ragged-all-to-all ragged-dot real recv recv-done reduce
     reduce-precision reduce-scatter reduce-window remainder replica-id reshape reverse rng

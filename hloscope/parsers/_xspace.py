@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from google.protobuf.message import DecodeError
+from google.protobuf.message import DecodeError, Message
 
 from hloscope.parsers import _xspace_schema as _schema
 
@@ -35,9 +35,11 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = [
     "HloProtoEntry",
     "TraceError",
+    "hlo_module_proto",
     "hlo_proto_to_text",
     "hlo_protos",
     "op_events",
+    "parse_xspace",
     "read_xspace",
     "step_events",
 ]
@@ -77,7 +79,9 @@ _GPU_DERIVED_LINES = frozenset(
 _DEVICE_RE = re.compile(r"^/device:(TPU|GPU):(\d+)$")
 _MODULE_KEY_RE = re.compile(r"^(?P<name>.*)\((?P<id>-?\d+)\)$")  # "jit_f(6)", "jit_step(1203...885)"
 _U64 = (1 << 64) - 1
-_RECAPTURE = "re-capture the profile with jax.profiler.trace(log_dir) and pass log_dir/plugins/profile/<run>/*.xplane.pb"
+_RECAPTURE = (
+    "re-capture the profile with jax.profiler.trace(log_dir) and pass log_dir/plugins/profile/<run>/*.xplane.pb"
+)
 
 OP_EVENT_COLUMNS = (
     "plane",
@@ -109,12 +113,15 @@ class TraceError(ValueError):
         self.msg = msg
         super().__init__(f"{self.path}: {msg}")
 
+    def __reduce__(self):  # picklable despite the two-argument constructor
+        return (type(self), (self.path, self.msg))
+
 
 # --------------------------------------------------------------------------------------------------------
 # Reading
 
 
-def read_xspace(path: str | os.PathLike[str]):
+def read_xspace(path: str | os.PathLike[str]) -> Message:
     """Read and decode one ``*.xplane.pb`` file (plain or gzip-compressed).
 
     Besides protobuf decoding errors, the decoded message is sanity-checked: arbitrary bytes (a text file,
@@ -138,7 +145,8 @@ def read_xspace(path: str | os.PathLike[str]):
     if p.is_dir():
         raise TraceError(
             p,
-            "is a directory, expected one *.xplane.pb file; use find_xplane_files(dir) to locate the files of a run",
+            "is a directory, expected one *.xplane.pb file; "
+            "use find_xplane_files(dir) to locate the files of a run",
         )
     try:
         data = p.read_bytes()
@@ -147,7 +155,7 @@ def read_xspace(path: str | os.PathLike[str]):
     return parse_xspace(data, source=p)
 
 
-def parse_xspace(data: bytes, *, source: str | os.PathLike[str] = "<bytes>"):
+def parse_xspace(data: bytes, *, source: str | os.PathLike[str] = "<bytes>") -> Message:
     """Decode serialized XSpace bytes (gzip accepted) with the same checks as :func:`read_xspace`.
 
     Args:
@@ -179,7 +187,8 @@ def parse_xspace(data: bytes, *, source: str | os.PathLike[str] = "<bytes>"):
     if not xspace.planes:
         raise TraceError(
             source,
-            f"decodes as a protobuf but holds no XPlanes ({len(data)} bytes) -- not an XSpace profile; {_RECAPTURE}",
+            f"decodes as a protobuf but holds no XPlanes ({len(data)} bytes) -- not an XSpace profile; "
+            f"{_RECAPTURE}",
         )
     if not any(plane.name.startswith("/") for plane in xspace.planes):
         # Every profiler capture has a "/host:..." or "/device:..." plane. Foreign protobufs (an HloProto, say)

@@ -13,8 +13,8 @@
   written on).
 
 The host has no ICI, NVLink or network of its own. Transfers between JAX CPU devices (e.g. under
-``--xla_force_host_platform_device_count``) and "host <-> device" copies are memory copies, each byte read once
-and written once, so ``pcie_bytes_per_s`` and ``dcn_bytes_per_s`` are set to half the measured memory
+``--xla_force_host_platform_device_count``) and "host <-> device" copies are memory copies, each byte read
+once and written once, so ``pcie_bytes_per_s`` and ``dcn_bytes_per_s`` are set to half the measured memory
 bandwidth; ``peer_link_bytes_per_s`` then reports that copy bandwidth. ``hbm_bytes`` is the physical RAM and
 ``on_chip_memory_bytes`` the caches that Linux reports for CPU 0.
 
@@ -143,7 +143,9 @@ def calibrate_host(
         RuntimeError: JAX has no CPU device.
     """
     if repeats < 1 or size < 1 or memory_bytes < 4:
-        raise ValueError(f"need repeats >= 1, size >= 1, memory_bytes >= 4; got {repeats}, {size}, {memory_bytes}")
+        raise ValueError(
+            f"need repeats >= 1, size >= 1, memory_bytes >= 4; got {repeats}, {size}, {memory_bytes}"
+        )
     dtypes = tuple(dtypes)
     unknown = [d for d in dtypes if d not in _MATMUL_DTYPES]
     if not dtypes or unknown:
@@ -205,13 +207,24 @@ def calibrate_host(
     sources["dcn_bytes_per_s"] = copy_note
 
     ram = _physical_memory_bytes()
-    sources["hbm_bytes"] = f"physical RAM (sysconf SC_PHYS_PAGES * SC_PAGE_SIZE or /proc/meminfo); {where}"
+    if ram:
+        sources["hbm_bytes"] = (
+            f"physical RAM (sysconf SC_PHYS_PAGES * SC_PAGE_SIZE or /proc/meminfo); {where}"
+        )
+    else:
+        ram = streamed_bytes
+        sources["hbm_bytes"] = (
+            f"physical RAM unknown; the {streamed_bytes} bytes streamed is a lower bound; {where}"
+        )
     caches = _cache_sizes_bytes()
     if caches:
         sources["on_chip_memory_bytes"] = f"CPU 0 caches from /sys/devices/system/cpu/cpu0/cache; {where}"
     sources["name"] = where
+    sources["kind"] = "the host CPU, driven through JAX's CPU backend"
     sources["aliases"] = "'cpu' is jax.devices('cpu')[0].device_kind"
-    sources["devices_per_chip"] = "one JAX CPU device per host (without --xla_force_host_platform_device_count)"
+    sources["devices_per_chip"] = (
+        "one JAX CPU device per host (without --xla_force_host_platform_device_count)"
+    )
 
     return ChipSpec(
         id=HOST_CHIP_ID,
@@ -220,7 +233,7 @@ def calibrate_host(
         aliases=("cpu",),
         peak_flops_per_s=peaks,
         hbm_bytes_per_s=memory_bytes_per_s,
-        hbm_bytes=ram if ram else streamed_bytes,
+        hbm_bytes=ram,
         on_chip_memory_bytes=caches,
         devices_per_chip=1,
         pcie_bytes_per_s=copy_bytes_per_s,
@@ -230,7 +243,7 @@ def calibrate_host(
 
 
 def save_host_chip(chip: ChipSpec, path: str | os.PathLike[str] | None = None) -> Path:
-    """Write a chip to ``host.toml`` atomically, in the format :func:`~hloscope.roofline.chips.load_chip_file` reads.
+    """Write a chip to ``host.toml`` atomically, in the format that ``load_chip_file`` reads back.
 
     The text goes to a temporary file in the destination directory, is flushed and fsynced, and then
     replaces the destination with :func:`os.replace`, so readers see the old file or the new one, never a

@@ -226,7 +226,9 @@ class ChipSpecError(ValueError):
             where.append(f"field {field!r}")
         super().__init__(f"{', '.join(where)}: {problem}" if where else problem)
 
-    def located(self, *, path: str | os.PathLike[str] | None = None, chip: str | None = None) -> ChipSpecError:
+    def located(
+        self, *, path: str | os.PathLike[str] | None = None, chip: str | None = None
+    ) -> ChipSpecError:
         """Return a copy with ``path``/``chip`` filled in where this error lacks them.
 
         Args:
@@ -413,7 +415,9 @@ class ChipSpec:
         for key, value in _table(self.peak_flops_per_s, "peak_flops_per_s").items():
             fld = f"peak_flops_per_s.{key}"
             if key not in DTYPE_KEYS:
-                raise ChipSpecError(f"unknown dtype key {key!r}; expected one of {', '.join(DTYPE_KEYS)}", field=fld)
+                raise ChipSpecError(
+                    f"unknown dtype key {key!r}; expected one of {', '.join(DTYPE_KEYS)}", field=fld
+                )
             peaks[key] = _positive_float(value, fld)  # type: ignore[assignment]
         if "bf16" not in peaks and "f32" not in peaks:
             raise ChipSpecError("must contain a 'bf16' or an 'f32' peak", field="peak_flops_per_s")
@@ -469,7 +473,8 @@ class ChipSpec:
             peak = self.peak_flops_per_s.get(key)
             if peak is not None:
                 return peak, key != cls
-        raise AssertionError(f"chip {self.id!r} has neither a bf16 nor an f32 peak")  # guarded by __post_init__
+        # Unreachable: __post_init__ guarantees a bf16 or an f32 peak.
+        raise AssertionError(f"chip {self.id!r} has neither a bf16 nor an f32 peak")
 
     def critical_intensity(self, dtype: str) -> float:
         """Arithmetic intensity (FLOPs per HBM byte) above which a kernel is compute-bound.
@@ -596,7 +601,8 @@ _DEFAULTS: dict[str, Any] = {
 _READ = "read 2026-11-22"
 _BOOK = "How to Scale Your Model (Austin et al., 2025)"
 _BOOK_TPU_TABLE = (
-    f"{_BOOK}, Part 2 'How to Think About TPUs', 'TPU Specs' table, https://jax-ml.github.io/scaling-book/tpus/ "
+    f"{_BOOK}, Part 2 'How to Think About TPUs', 'TPU Specs' table, "
+    "https://jax-ml.github.io/scaling-book/tpus/ "
     f"(tpus.md @ github.com/jax-ml/scaling-book 54e2c43), {_READ}"
 )
 _BOOK_ICI_TABLE = (
@@ -719,6 +725,7 @@ def _tpu(
     devices_per_chip: int = 1,
 ) -> ChipSpec:
     base_sources = {
+        "kind": "a Google Cloud TPU",
         "aliases": _JAX_DEVICE_KIND,
         "devices_per_chip": _JAX_TPU_INFO + " (num_physical_tensor_cores_per_chip, supports_megacore)",
         "ici_bidirectional": _BOOK_TPU_NET,
@@ -767,7 +774,9 @@ def _builtin_chips() -> dict[str, ChipSpec]:
                 "peak_flops_per_s": f"{_BOOK_TPU_TABLE}: TPU v4p 2.75e14 bf16 and int8; {_GOOGLE_V4}",
                 "hbm_bytes_per_s": f"{_BOOK_TPU_TABLE}: TPU v4p 1.2e12; {_GOOGLE_V4}",
                 "hbm_bytes": f"{_GOOGLE_V4}; {_XLA_MEM}: 'TPU v4' 32 GiB",
-                "on_chip_memory_bytes": f"{_JAX_TPU_INFO}: TPU_V4 vmem 16 MiB per core x 2 cores, cmem 134,000,000 bytes per chip",
+                "on_chip_memory_bytes": (
+                    f"{_JAX_TPU_INFO}: TPU_V4 vmem 16 MiB per core x 2 cores, cmem 134,000,000 bytes per chip"
+                ),
                 "ici_link_bytes_per_s": f"{_BOOK_ICI_TABLE}: TPU v4p 4.5e10",
                 "ici_links_per_chip": _BOOK_TPU_NET + " (6 neighbours in 3D)",
                 "pcie_bytes_per_s": _BOOK_V4_PCIE,
@@ -798,7 +807,9 @@ def _builtin_chips() -> dict[str, ChipSpec]:
                     f"'1.97e14 / 8.20e11 = 240', use 8.2e11; {_GOOGLE_V5E}; {_JAX_TPU_INFO}: 8.20e11)"
                 ),
                 "hbm_bytes": f"{_BOOK}, Part 2: 'TPU v5e has 16GiB of HBM'; {_XLA_MEM}: 'TPU v5 lite' 16 GiB",
-                "on_chip_memory_bytes": f"{_BOOK}, Part 2: VMEM '128 MiB on TPU v5e'; {_JAX_TPU_INFO}: TPU_V5E vmem 128 MiB",
+                "on_chip_memory_bytes": (
+                    f"{_BOOK}, Part 2: VMEM '128 MiB on TPU v5e'; {_JAX_TPU_INFO}: TPU_V5E vmem 128 MiB"
+                ),
                 "ici_link_bytes_per_s": (
                     f"{_BOOK_ICI_TABLE}: TPU v5e 4.5e10 (Part 1's two-chip example: 'copy 4.5e10 bytes/s "
                     f"in each direction'); {_GOOGLE_V5E}"
@@ -881,7 +892,8 @@ def _builtin_chips() -> dict[str, ChipSpec]:
             sources={
                 "name": _GOOGLE_7X,
                 "peak_flops_per_s": (
-                    f"{_GOOGLE_7X}; the book's 2026 table row (2.30e15 bf16, 4.61e15 8-bit) and {_JAX_TPU_INFO} "
+                    f"{_GOOGLE_7X}; the book's 2026 table row (2.30e15 bf16, 4.61e15 8-bit) and "
+                    f"{_JAX_TPU_INFO} "
                     "(2.31e15 bf16, 4.60e15 fp8, int8 'Not Available') agree"
                 ),
                 "hbm_bytes_per_s": f"{_GOOGLE_7X} (7380 GB/s; the book's 2026 table rounds to 7.4e12)",
@@ -905,7 +917,9 @@ def _builtin_chips() -> dict[str, ChipSpec]:
             name="NVIDIA A100 SXM4 80GB",
             kind="gpu",
             aliases=("NVIDIA A100-SXM4-80GB", "A100 SXM4 80GB", "A100 SXM", "a100-80gb"),
-            peak_flops_per_s={"bf16": 3.12e14, "f32": 1.56e14, "int8": 6.24e14, "int4": 1.248e15, "f64": 1.95e13},
+            peak_flops_per_s={
+                "bf16": 3.12e14, "f32": 1.56e14, "int8": 6.24e14, "int4": 1.248e15, "f64": 1.95e13,
+            },
             hbm_bytes_per_s=2.039e12,
             hbm_bytes=80 * GB,
             on_chip_memory_bytes={"l2": 40 * MiB},
@@ -915,6 +929,8 @@ def _builtin_chips() -> dict[str, ChipSpec]:
             dcn_bytes_per_s=200 * _GBIT_PER_S_BYTES_PER_S,
             sources={
                 "name": _NV_A100,
+                "kind": "an NVIDIA data-centre GPU",
+                "devices_per_chip": "one CUDA device (one JAX device) per GPU",
                 "aliases": "JAX/CUDA device name of the A100 SXM4 80GB ('NVIDIA A100-SXM4-80GB')",
                 "peak_flops_per_s": f"{_NV_A100}; {_BOOK_GPU}: A100 3.1e14 bf16, 6.2e14 int8",
                 "peak_flops_per_s.f32": (
@@ -923,7 +939,9 @@ def _builtin_chips() -> dict[str, ChipSpec]:
                 ),
                 "hbm_bytes_per_s": _NV_A100,
                 "hbm_bytes": _NV_A100 + " (80GB taken as 80e9 bytes)",
-                "on_chip_memory_bytes": f"{_BOOK_GPU}: A100 L2 40MB (a CUDA device query reports 41943040 bytes = 40 MiB)",
+                "on_chip_memory_bytes": (
+                    f"{_BOOK_GPU}: A100 L2 40MB (a CUDA device query reports 41943040 bytes = 40 MiB)"
+                ),
                 "nvlink_bytes_per_s": f"{_NV_A100} (600 GB/s total = 300 GB/s each way); {_BOOK_GPU_NVLINK}",
                 "nvlink_domain_size": _BOOK_GPU_NVLINK,
                 "pcie_bytes_per_s": _NV_A100 + " (64 GB/s total = 32 GB/s each way)",
@@ -947,9 +965,12 @@ def _builtin_chips() -> dict[str, ChipSpec]:
             dcn_bytes_per_s=400 * _GBIT_PER_S_BYTES_PER_S,
             sources={
                 "name": _NV_H100,
+                "kind": "an NVIDIA data-centre GPU",
+                "devices_per_chip": "one CUDA device (one JAX device) per GPU",
                 "aliases": "JAX/CUDA device name of the H100 SXM5 ('NVIDIA H100 80GB HBM3')",
                 "peak_flops_per_s": (
-                    f"{_NV_H100}; sparse figures halved: BF16 1,979/2, FP8 and INT8 3,958/2; FP64 Tensor Core "
+                    f"{_NV_H100}; sparse figures halved: BF16 1,979/2, FP8 and INT8 3,958/2; "
+                    "FP64 Tensor Core "
                     f"67 (dense); {_BOOK_GPU}: H100 9.9e14 bf16, 2.0e15 fp8/int8"
                 ),
                 "peak_flops_per_s.f32": (
@@ -958,7 +979,9 @@ def _builtin_chips() -> dict[str, ChipSpec]:
                 ),
                 "hbm_bytes_per_s": f"{_NV_H100}; {_BOOK_GPU}: 'about 3.35TB/s on H100'",
                 "hbm_bytes": _NV_H100 + " (80GB taken as 80e9 bytes); " + _NV_BASEPOD,
-                "on_chip_memory_bytes": f"{_BOOK_GPU}: H100 L2 capacity 50MB (CUDA reports 52428800 bytes = 50 MiB)",
+                "on_chip_memory_bytes": (
+                    f"{_BOOK_GPU}: H100 L2 capacity 50MB (CUDA reports 52428800 bytes = 50 MiB)"
+                ),
                 "nvlink_bytes_per_s": f"{_NV_H100} (900 GB/s total = 450 GB/s each way); {_BOOK_GPU_NVLINK}",
                 "nvlink_domain_size": _BOOK_GPU_NVLINK,
                 "pcie_bytes_per_s": _NV_H100 + " (128 GB/s total = 64 GB/s each way)",
@@ -982,9 +1005,15 @@ def _builtin_chips() -> dict[str, ChipSpec]:
             dcn_bytes_per_s=400 * _GBIT_PER_S_BYTES_PER_S,
             sources={
                 "name": _NV_H200,
+                "kind": "an NVIDIA data-centre GPU",
+                "devices_per_chip": "one CUDA device (one JAX device) per GPU",
                 "aliases": "JAX/CUDA device name of the H200 SXM ('NVIDIA H200')",
-                "peak_flops_per_s": f"{_NV_H200}; values as for H100 SXM: {_NV_H100}; {_BOOK_GPU}: H200 9.9e14 bf16",
-                "peak_flops_per_s.f32": "TF32 tensor-core rate, as for H100 SXM (JAX default f32 dot precision)",
+                "peak_flops_per_s": (
+                    f"{_NV_H200}; values as for H100 SXM: {_NV_H100}; {_BOOK_GPU}: H200 9.9e14 bf16"
+                ),
+                "peak_flops_per_s.f32": (
+                    "TF32 tensor-core rate, as for H100 SXM (JAX default f32 dot precision)"
+                ),
                 "hbm_bytes_per_s": f"{_NV_H200}; {_BOOK_GPU}: H200 4.8e12",
                 "hbm_bytes": f"{_NV_H200} (141GB taken as 141e9 bytes); {_NV_BASEPOD}",
                 "on_chip_memory_bytes": f"{_BOOK_GPU}: H200 L2 capacity 50MB (same die as H100: 50 MiB)",
@@ -1011,10 +1040,13 @@ def _builtin_chips() -> dict[str, ChipSpec]:
             dcn_bytes_per_s=400 * _GBIT_PER_S_BYTES_PER_S,
             sources={
                 "name": _NV_B200,
+                "kind": "an NVIDIA data-centre GPU",
+                "devices_per_chip": "one CUDA device (one JAX device) per GPU",
                 "aliases": "JAX/CUDA device name of the B200 ('NVIDIA B200')",
                 "peak_flops_per_s": _NV_B200,
                 "peak_flops_per_s.f32": (
-                    f"TF32 tensor-core rate (1.1 PFLOPS dense), which f32 dots use at JAX's default precision; "
+                    "TF32 tensor-core rate (1.1 PFLOPS dense), which f32 dots use at JAX's default "
+                    "precision; "
                     f"{_NV_B200}"
                 ),
                 "hbm_bytes_per_s": (
@@ -1029,8 +1061,12 @@ def _builtin_chips() -> dict[str, ChipSpec]:
                     "CUDA device query on a B200 'L2 Cache Size: 126.50 MB' (github.com/pytorch/ao PR 4002); "
                     f"{_BOOK_GPU}: B200 L2 126MB"
                 ),
-                "nvlink_bytes_per_s": f"NVLink 5: 1.8 TB/s bidirectional per GPU = 900 GB/s each way; {_BOOK_GPU_NVLINK}",
-                "nvlink_domain_size": _BOOK_GPU_NVLINK + " (HGX/DGX B200: 8; GB200 NVL72 is a different system)",
+                "nvlink_bytes_per_s": (
+                    f"NVLink 5: 1.8 TB/s bidirectional per GPU = 900 GB/s each way; {_BOOK_GPU_NVLINK}"
+                ),
+                "nvlink_domain_size": (
+                    _BOOK_GPU_NVLINK + " (HGX/DGX B200: 8; GB200 NVL72 is a different system)"
+                ),
                 "pcie_bytes_per_s": (
                     "PCIe Gen5 x16 host link, 64 GB/s each way (conservative: some sources list Gen6 for "
                     "Blackwell; DGX B200 hosts are PCIe Gen5 Xeons)"
@@ -1211,7 +1247,9 @@ def config_dir() -> Path:
 
 
 _TOML_POS_RE = re.compile(r"at line (\d+), column (\d+)")
-_HEADER_RE = re.compile(r"^\s*\[\s*chips\s*\.\s*(\"[^\"]*\"|'[^']*'|[A-Za-z0-9_-]+)\s*(?:\.\s*([A-Za-z0-9_-]+)\s*)?\]")
+_HEADER_RE = re.compile(
+    r"^\s*\[\s*chips\s*\.\s*(\"[^\"]*\"|'[^']*'|[A-Za-z0-9_-]+)\s*(?:\.\s*([A-Za-z0-9_-]+)\s*)?\]"
+)
 _KEY_RE = re.compile(r"^\s*(\"[^\"]*\"|'[^']*'|[A-Za-z0-9_-]+)\s*=")
 
 
@@ -1274,14 +1312,18 @@ def load_chip_file(
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as err:
-        raise ChipSpecError(f"chip file is not UTF-8 text ({err.reason} at byte {err.start})", path=p) from err
+        raise ChipSpecError(
+            f"chip file is not UTF-8 text ({err.reason} at byte {err.start})", path=p
+        ) from err
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
         m = _TOML_POS_RE.search(str(err))
         line, column = (int(m.group(1)), int(m.group(2))) if m else (None, None)
         chip, fld = _locate_toml_error(text, line)
-        raise ChipSpecError(f"invalid TOML: {err}", path=p, chip=chip, field=fld, line=line, column=column) from err
+        raise ChipSpecError(
+            f"invalid TOML: {err}", path=p, chip=chip, field=fld, line=line, column=column
+        ) from err
     return _chips_from_document(doc, p, bases)
 
 
@@ -1309,13 +1351,15 @@ def _chips_from_document(
     for raw_id, table in raw_chips.items():
         if not _ID_RE.match(raw_id):
             raise ChipSpecError(
-                f"chip id must match {_ID_RE.pattern} (letters, digits, '-' and '_')", path=path, chip=raw_id, field="id"
+                f"chip id must match {_ID_RE.pattern} (letters, digits, '-' and '_')",
+                path=path, chip=raw_id, field="id",
             )
         match = canonical.get(_norm(raw_id))
         chip_id = match.id if match is not None else raw_id.lower()
         if _norm(chip_id) in seen:
             raise ChipSpecError(
-                f"chip defined twice (as {seen[_norm(chip_id)]!r} and {raw_id!r}; ids ignore case and punctuation)",
+                f"chip defined twice (as {seen[_norm(chip_id)]!r} and {raw_id!r}; "
+                "ids ignore case and punctuation)",
                 path=path, chip=chip_id,
             )
         seen[_norm(chip_id)] = raw_id
@@ -1395,36 +1439,45 @@ def _spec_from_table(chip_id: str, table: Mapping[str, Any], base: ChipSpec | No
     else:
         values["aliases"] = base.aliases if same_chip else ()
 
-    sources: dict[str, str] = dict(base.sources) if base else {}
-    overridden: list[str] = []
+    # A value gets the default source "user chip file <path>" only when the file changes it (relative to
+    # the base, or to the default when there is no base) and gives no source of its own for it.
+    changed: list[str] = []
     for name in ("peak_flops_per_s", "on_chip_memory_bytes"):
         merged = dict(getattr(base, name)) if base else {}
         if name in table:
             for key, value in _table(table[name], name).items():
+                if merged.get(key, None) != value or key not in merged:
+                    changed.append(f"{name}.{key}")
                 merged[key] = value
-                overridden.append(f"{name}.{key}")
         elif base is None and name in _REQUIRED_FIELDS:
             raise ChipSpecError("missing required field", field=name)
         values[name] = merged
     for name in _SCALAR_FIELDS:
+        previous = getattr(base, name) if base is not None else _DEFAULTS.get(name)
         if name in table:
             values[name] = table[name]
-            overridden.append(name)
+            if table[name] != previous or type(table[name]) is not type(previous):
+                changed.append(name)
         elif base is not None:
-            values[name] = getattr(base, name)
+            values[name] = previous
         elif name in _REQUIRED_FIELDS:
             raise ChipSpecError("missing required field", field=name)
         else:
-            values[name] = _DEFAULTS[name]
-    for name in ("name", "kind", "aliases"):
-        if name in table:
-            overridden.append(name)
+            values[name] = previous
+    if "name" in table and (base is None or table["name"] != base.name):
+        changed.append("name")
+    if "kind" in table and table["kind"] != (base.kind if base else _DEFAULTS["kind"]):
+        changed.append("kind")
+    if "aliases" in table and values["aliases"] != (base.aliases if same_chip else ()):
+        changed.append("aliases")
 
-    for key in overridden:
-        sources[key] = default_source
-    if "sources" in table:
-        for key, value in _table(table["sources"], "sources").items():
-            sources[key] = value
+    given = dict(_table(table["sources"], "sources")) if "sources" in table else {}
+    sources: dict[str, str] = dict(base.sources) if base else {}
+    for key in changed:
+        sources.pop(key, None)  # the base's provenance no longer applies
+        if key not in given and key.split(".")[0] not in given:
+            sources[key] = default_source
+    sources.update(given)
     values["sources"] = sources
     return ChipSpec(**values)
 

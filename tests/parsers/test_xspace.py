@@ -18,6 +18,7 @@ import gzip
 import json
 import math
 import os
+import pickle
 import random
 import re
 import shutil
@@ -48,7 +49,9 @@ HLO_GPU_DIR = CORPUS / "hlo_gpu"
 FIXTURE_PROFILE = REPO / "fixtures" / "profile" / "cpu_train_step"
 
 GPU_FILES = {
-    "te_fused_attn": "AMD-AGI__TraceLens__tests__test_data_jax_te_fused_attn_categorization__934987a2fc2f.xplane.pb",
+    "te_fused_attn": (
+        "AMD-AGI__TraceLens__tests__test_data_jax_te_fused_attn_categorization__934987a2fc2f.xplane.pb"
+    ),
     "conv_08": "AMD-AGI__TraceLens__tests__traces__mi300__jax_conv_minimal_08__tw003.xplane.pb",
     "conv_legacy": (
         "AMD-AGI__TraceLens__tests__traces__mi300__jax_conv_minimal_legacy__"
@@ -319,9 +322,8 @@ def test_gpu_op_events_match_jaxlib_reader(gpu_file):
             for ev in line.events:
                 st = dict(ev.stats)
                 if "hlo_op" in st:
-                    expected.append(
-                        (plane.name, line.name, st["hlo_op"], st["hlo_module"], st["program_id"], ev.start_ns, ev.duration_ns)
-                    )
+                    ids = (plane.name, line.name, st["hlo_op"], st["hlo_module"], st["program_id"])
+                    expected.append((*ids, ev.start_ns, ev.duration_ns))
     df = op_events(read_xspace(gpu_file))
     mine = list(
         zip(df.plane, df.line, df.hlo_op, df.hlo_module, df.program_id, df.start_ps, df.duration_ps, strict=True)
@@ -405,7 +407,16 @@ def test_gpu_overlapping_neighbours_are_not_nested():
 
 def test_step_events_none_in_gpu_corpus(gpu_file):
     steps = step_events(read_xspace(gpu_file))
-    assert list(steps.columns) == ["plane", "device_id", "line", "name", "step_num", "start_ps", "end_ps", "duration_ps"]
+    assert list(steps.columns) == [
+        "plane",
+        "device_id",
+        "line",
+        "name",
+        "step_num",
+        "start_ps",
+        "end_ps",
+        "duration_ps",
+    ]
     assert steps.empty  # these captures have no StepTraceAnnotation and no device "Steps" line
 
 
@@ -433,7 +444,8 @@ def _check_cpu_profile(xplane: Path, module: str, n_steps: int) -> None:
     assert len(whiles) > 0
     for w in whiles.itertuples():
         same = df[(df.line == w.line) & (df.index != w.Index)]
-        inside = same[(same.start_ps >= w.start_ps) & (same.start_ps + same.duration_ps <= w.start_ps + w.duration_ps)]
+        w_end = w.start_ps + w.duration_ps
+        inside = same[(same.start_ps >= w.start_ps) & (same.start_ps + same.duration_ps <= w_end)]
         assert len(inside) > 0
         # no nested whiles in these programs: every contained op is a direct child
         assert w.self_ps == w.duration_ps - inside.duration_ps.sum()
@@ -545,6 +557,8 @@ def test_missing_file(tmp_path):
     with pytest.raises(TraceError) as ei:
         read_xspace(path)
     _assert_one_line_trace_error(ei.value, path, "no such file")
+    again = pickle.loads(pickle.dumps(ei.value))
+    assert (str(again), again.path, again.msg) == (str(ei.value), ei.value.path, ei.value.msg)
 
 
 def test_directory_instead_of_file(tmp_path):

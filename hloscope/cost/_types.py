@@ -1,0 +1,74 @@
+"""The cost record of one instruction, and what a cost rule may ask about its surroundings."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable, Mapping
+
+if TYPE_CHECKING:
+    from hloscope.hlo import HloComputation, HloInstruction, HloModule, Shape
+
+
+@dataclass(frozen=True, slots=True)
+class OpCost:
+    """Work of one execution of one instruction.
+
+    Attributes:
+        flops: floating-point (and integer) operations; a fused multiply-add counts 2, as XLA's
+            ``HloCostAnalysis::kFmaFlops`` does.
+        transcendentals: elementwise exp/log/tanh/... evaluations (XLA counts these instead of FLOPs).
+        bytes_read: HBM bytes read at the instruction's boundary (operands), a lower bound: on-chip reuse
+            and caches are not modelled, re-reads are.
+        bytes_written: HBM bytes written at the boundary (the result).
+        comm_bytes: bytes this device sends on the wire (collectives only), per the ring algorithm.
+        comm_kind: the collective's opcode family (``all-reduce``, ``all-gather``, ...), else ``""``.
+        group_size: devices per replica group of a collective (N), else 0.
+        flags: caveats, e.g. ``opaque-custom-call``, ``unknown-trip-count``, ``dynamic-shape``.
+    """
+
+    flops: float = 0.0
+    transcendentals: float = 0.0
+    bytes_read: float = 0.0
+    bytes_written: float = 0.0
+    comm_bytes: float = 0.0
+    comm_kind: str = ""
+    group_size: int = 0
+    flags: frozenset[str] = frozenset()
+
+    @property
+    def bytes_accessed(self) -> float:
+        """``bytes_read + bytes_written``: the HBM traffic XLA calls "bytes accessed"."""
+        return self.bytes_read + self.bytes_written
+
+
+ZERO = OpCost()
+
+
+class CostContext:
+    """What a cost rule may look up besides its own instruction.
+
+    Attributes:
+        module: the module being costed.
+        computation: the computation holding the instruction.
+        by_name: instruction name -> instruction, for that computation.
+    """
+
+    __slots__ = ("module", "computation", "by_name", "_computation_cost")
+
+    def __init__(self, module: HloModule, computation: HloComputation,
+                 computation_cost: Callable[[str], OpCost]) -> None:
+        self.module = module
+        self.computation = computation
+        self.by_name: Mapping[str, HloInstruction] = {i.name: i for i in computation.instructions}
+        self._computation_cost = computation_cost
+
+    def operand_shapes(self, inst: HloInstruction) -> list[Shape]:
+        by_name = self.by_name
+        return [by_name[o].shape for o in inst.operands]
+
+    def operand(self, inst: HloInstruction, index: int) -> HloInstruction:
+        return self.by_name[inst.operands[index]]
+
+    def computation_cost(self, name: str) -> OpCost:
+        """Summed FLOPs/transcendentals (and flags) of every instruction of a called computation, once."""
+        return self._computation_cost(name)

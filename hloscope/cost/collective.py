@@ -1,0 +1,102 @@
+"""Collectives: bytes each device sends on the wire, by the ring algorithm, plus HBM traffic and the
+all-reduce reduction FLOPs.
+
+Group size N: the size of the first replica group (explicit, iota or mesh form; XLA requires equal groups),
+or, with ``replica_groups={}``, every device of the collective's mode (XLA ``CollectiveOpGroupMode``): no
+``channel_id`` -> cross-replica (``replica_count``); ``use_global_device_ids`` -> all devices
+(``replica_count * num_partitions``); otherwise cross-partition (``num_partitions``).
+
+Wire bytes per device ("How to Scale Your Model", Part 3, ring collectives; NCCL's bus-bandwidth formulas):
+
+============================  ==============================
+all-gather                    (N-1)/N * result bytes
+reduce-scatter                (N-1)/N * operand bytes
+all-reduce                    2(N-1)/N * operand bytes
+all-to-all, ragged-all-to-all (N-1)/N * operand bytes
+collective-broadcast          (N-1)/N * operand bytes
+collective-permute            operand bytes (one send per source-target pair)
+============================  ==============================
+
+Reduction FLOPs of an all-reduce (and reduce-scatter): ``(N-1)/N * elements * cost(to_apply)`` per device;
+XLA's ``HandleAllReduce`` instead charges ``elements * cost(to_apply)``, as if N = 2 (documented difference).
+``*-start`` carries the cost of an async pair; ``*-done`` is free.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from hloscope.cost._bytes import boundary
+from hloscope.cost._types import ZERO, OpCost
+
+if TYPE_CHECKING:
+    from hloscope.cost._types import CostContext
+    from hloscope.hlo import HloInstruction
+
+#: Opcode (as printed, sync or ``-start``) -> collective kind.
+KINDS = {
+    "all-reduce": "all-reduce", "all-reduce-start": "all-reduce",
+    "all-gather": "all-gather", "all-gather-start": "all-gather",
+    "reduce-scatter": "reduce-scatter",
+    "all-to-all": "all-to-all", "ragged-all-to-all": "ragged-all-to-all",
+    "collective-permute": "collective-permute", "collective-permute-start": "collective-permute",
+    "collective-broadcast": "collective-broadcast",
+}
+DONE_OPCODES = frozenset({"all-reduce-done", "all-gather-done", "collective-permute-done"})
+
+
+def group_size(inst: HloInstruction, ctx: CostContext) -> int:
+    """N, the devices taking part in each group of ``inst`` (see module docstring)."""
+    groups = inst.attributes.get("replica_groups")
+    if groups is not None and groups.groups:
+        return len(groups.groups[0])
+    module = ctx.module
+    if "channel_id" not in inst.attributes:
+        return module.replica_count
+    if inst.attributes.get("use_global_device_ids"):
+        return module.replica_count * module.num_partitions
+    return module.num_partitions
+
+
+def _array_bytes(shape) -> int:
+    """Bytes of the data leaves (a ``-start`` result tuple also holds its operands and contexts)."""
+    return sum(s.size_bytes for s in shape.leaves() if s.element_type not in ("token",) and s.dims is not None)
+
+
+def cost(inst: HloInstruction, ctx: CostContext) -> OpCost:
+    kind = KINDS[inst.opcode]
+    n = group_size(inst, ctx)
+    operand_bytes = sum(ctx.by_name[o].shape.size_bytes for o in inst.operands)
+    result = inst.shape
+    if inst.opcode.endswith("-start") and result.is_tuple:
+        # e.g. all-gather-start -> (operand, result): the last leaf is the result buffer.
+        leaves = list(result.leaves())
+        result_bytes = leaves[-1].size_bytes if kind != "collective-permute" else operand_bytes
+        if kind == "all-reduce":
+            result_bytes = operand_bytes
+    else:
+        result_bytes = result.size_bytes
+    fraction = (n - 1) / n if n > 0 else 0.0
+    flops = 0.0
+    if kind == "all-gather":
+        wire = fraction * result_bytes
+    elif kind == "reduce-scatter":
+        wire = fraction * operand_bytes
+    elif kind == "all-reduce":
+        wire = 2 * fraction * operand_bytes
+    elif kind == "collective-permute":
+        pairs = inst.attributes.get("source_target_pairs", ())
+        wire = operand_bytes if pairs or n else 0.0
+    else:  # all-to-all, ragged-all-to-all, collective-broadcast
+        wire = fraction * operand_bytes
+    if kind in ("all-reduce", "reduce-scatter"):
+        names = inst.called_computations.get("to_apply", ())
+        per_element = ctx.computation_cost(names[0]).flops if names else 1.0
+        elements = sum(ctx.by_name[o].shape.element_count for o in inst.operands)
+        flops = fraction * elements * per_element
+    flags = frozenset({"dynamic-shape"}) if result.is_dynamic else frozenset()
+    return OpCost(flops, 0.0, operand_bytes, result_bytes, wire, kind, n, flags)
+
+
+def done(inst: HloInstruction, ctx: CostContext) -> OpCost:
+    return ZERO

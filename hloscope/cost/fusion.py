@@ -1,0 +1,124 @@
+"""Fusions: FLOPs summed over the fused computation; HBM bytes only at the fusion's boundary.
+
+XLA semantics: ``HloCostAnalysis::HandleFusion`` (xla/service/hlo_cost_analysis.cc) sums the fused
+instructions' FLOPs and transcendentals, and charges bytes for the fusion's operands and result only -- values
+passed between fused instructions stay on chip. Reading rules, per fusion operand (= fused parameter):
+
+1. Bitcasts and get-tuple-elements of a parameter are looked through (they move no data).
+2. A parameter whose every user is a slice, dynamic-slice or gather (as the sliced operand) reads only what
+   those users take: the sum of their results' bytes, each user once (``FusionParameterReadBytes``).
+3. A parameter that is only the in-place buffer (operand 0) of a dynamic-update-slice is not read.
+4. Any other parameter is read once in full, however many fused users it has; a parameter with no user is
+   not read. Constants of more than one element are read.
+5. The same value passed as two operands is read once.
+
+Differences from XLA, on purpose (XLA over-counts these): XLA charges a full read per broadcast/reshape user
+of a parameter and per repeated operand, and a gather in a fusion reads its whole operand; hloscope reads once,
+and a gather reads what it gathers.
+
+Writing: the result's bytes, except that a dynamic-update-slice result (alone or as a tuple element) writes
+only its update.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from hloscope.cost._types import OpCost
+
+if TYPE_CHECKING:
+    from hloscope.cost._types import CostContext
+    from hloscope.hlo import HloComputation, HloInstruction
+
+_SLICING = frozenset({"slice", "dynamic-slice", "gather"})
+_LOOK_THROUGH = frozenset({"bitcast", "get-tuple-element"})
+
+
+class FusionBytes:
+    """Per fused computation: bytes read per parameter and bytes written, computed once and reused by every
+    fusion instruction that calls the computation."""
+
+    __slots__ = ("read_per_parameter", "written")
+
+    def __init__(self, comp: HloComputation) -> None:
+        users: dict[str, list[HloInstruction]] = {}
+        by_name = {}
+        for inst in comp.instructions:
+            by_name[inst.name] = inst
+            for op in inst.operands:
+                users.setdefault(op, []).append(inst)
+        read: dict[int, int] = {}
+        for inst in comp.instructions:
+            if inst.opcode == "parameter":
+                read[inst.parameter_number] = _parameter_read(inst, users)
+        self.read_per_parameter = read
+        # A constant of more than one element lives in HBM and is read (XLA charges it too).
+        read[-1] = sum(i.shape.padded_size_bytes for i in comp.instructions
+                       if i.opcode == "constant" and i.shape.element_count > 1)
+        root = by_name[comp.root_name]
+        self.written = _written(root, by_name)
+
+
+def _terminal_users(name: str, users: dict[str, list[HloInstruction]]) -> list[tuple[HloInstruction, str]]:
+    """Users of ``name``, looking through bitcasts/get-tuple-elements: (user, the operand name it uses)."""
+    out = []
+    stack = [name]
+    seen = set()
+    while stack:
+        n = stack.pop()
+        for u in users.get(n, ()):
+            if u.opcode in _LOOK_THROUGH:
+                if u.name not in seen:
+                    seen.add(u.name)
+                    stack.append(u.name)
+            else:
+                out.append((u, n))
+    return out
+
+
+def _parameter_read(param: HloInstruction, users: dict[str, list[HloInstruction]]) -> int:
+    terminal = _terminal_users(param.name, users)
+    if not terminal:
+        return 0 if param.shape.is_tuple else param.shape.padded_size_bytes
+    sliced = 0
+    seen: set[str] = set()
+    for user, used in terminal:
+        if user.opcode in _SLICING and user.operands and user.operands[0] == used:
+            if user.name not in seen:
+                seen.add(user.name)
+                sliced += user.shape.padded_size_bytes
+        elif user.opcode == "dynamic-update-slice" and user.operands[0] == used and used not in user.operands[1:]:
+            continue
+        else:
+            return param.shape.padded_size_bytes
+    return sliced
+
+
+def _written(root: HloInstruction, by_name: dict[str, HloInstruction]) -> int:
+    if root.opcode == "dynamic-update-slice":
+        return by_name[root.operands[1]].shape.padded_size_bytes
+    if root.opcode == "tuple":
+        return sum(_written(by_name[o], by_name) for o in root.operands)
+    if root.opcode == "bitcast" and by_name[root.operands[0]].opcode == "dynamic-update-slice":
+        return _written(by_name[root.operands[0]], by_name)
+    return root.shape.padded_size_bytes
+
+
+def cost(inst: HloInstruction, ctx: CostContext, fusion_bytes: FusionBytes) -> OpCost:
+    """The fusion's cost given its fused computation's ``FusionBytes``."""
+    names = inst.called_computations.get("calls", ())
+    inner = ctx.computation_cost(names[0]) if names else OpCost()
+    read_table = fusion_bytes.read_per_parameter
+    by_name = ctx.by_name
+    read = read_table.get(-1, 0)
+    seen: set[str] = set()
+    for i, op in enumerate(inst.operands):
+        if op in seen:  # the same value passed twice is read once
+            continue
+        seen.add(op)
+        read += read_table.get(i, by_name[op].shape.padded_size_bytes)
+    flags = inner.flags
+    if inst.shape.is_dynamic:
+        flags = flags | {"dynamic-shape"}
+    return OpCost(inner.flops, inner.transcendentals, read, fusion_bytes.written, inner.comm_bytes,
+                  inner.comm_kind, inner.group_size, flags)

@@ -1,0 +1,174 @@
+"""One pass over a module: every instruction costed once per computation it lives in, scaled by how many
+times that computation runs per execution of the entry computation.
+
+Notes:
+    1. The entry computation runs once. A ``while`` body runs ``trip_count`` times per run of the ``while``
+       and its condition ``trip_count + 1`` times (``control_flow.trip_count``); a ``call`` runs its callee
+       once. Rows of nested computations carry the product of these counts.
+    2. A fusion, an async wrapper (``async-start``) and a ``conditional`` are one row each: the fusion's and
+       the wrapper's FLOPs are those of the called computation; a ``conditional`` takes the costliest branch
+       (by FLOPs, then bytes) and is flagged ``conditional-max-branch``.
+    3. Called computations of reducers (``to_apply``), fusions and wrappers are costed once and reused.
+    4. Totals are the sum over rows of cost x count.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from hloscope.cost import fusion as fusion_rule
+from hloscope.cost._bytes import boundary
+from hloscope.cost._types import ZERO, CostContext, OpCost
+from hloscope.cost.control_flow import trip_count
+
+if TYPE_CHECKING:
+    from hloscope.hlo import HloComputation, HloInstruction, HloModule
+
+
+@dataclass(frozen=True, slots=True)
+class CostRow:
+    """One instruction's cost and how many times it runs per execution of the entry computation."""
+
+    computation: str
+    instruction: HloInstruction
+    cost: OpCost
+    count: float
+
+
+@dataclass(slots=True)
+class ModuleCost:
+    """Per-instruction rows and their count-weighted totals for one run of the module's entry computation.
+
+    Attributes:
+        module: the costed module.
+        rows: one per instruction that may do work (fused instructions are inside their fusion's row).
+        flops, transcendentals, bytes_read, bytes_written, comm_bytes: totals per module run.
+        flags: union of every row's flags.
+    """
+
+    module: HloModule
+    rows: list[CostRow]
+    flops: float = 0.0
+    transcendentals: float = 0.0
+    bytes_read: float = 0.0
+    bytes_written: float = 0.0
+    comm_bytes: float = 0.0
+    flags: frozenset[str] = field(default_factory=frozenset)
+
+    @property
+    def bytes_accessed(self) -> float:
+        return self.bytes_read + self.bytes_written
+
+
+def module_cost(module: HloModule) -> ModuleCost:
+    """Cost every instruction of ``module`` (see module docstring). Never raises for unknown opcodes or custom
+    calls: they get boundary bytes, 0 FLOPs and a flag."""
+    analyzer = _Analyzer(module)
+    rows: list[CostRow] = []
+    analyzer.visit(module.entry, 1.0, rows)
+    total = summed(rows)
+    return ModuleCost(module, rows, total.flops, total.transcendentals, total.bytes_read, total.bytes_written,
+                      total.comm_bytes, total.flags)
+
+
+def summed(rows: list[CostRow]) -> OpCost:
+    """Count-weighted sum of rows; keeps the collective kind and group size when there is exactly one kind."""
+    flops = transcendentals = read = written = comm = 0.0
+    kinds = set()
+    group = 0
+    flags: set[str] = set()
+    for row in rows:
+        c = row.cost
+        k = row.count
+        flops += c.flops * k
+        transcendentals += c.transcendentals * k
+        read += c.bytes_read * k
+        written += c.bytes_written * k
+        comm += c.comm_bytes * k
+        if c.comm_kind:
+            kinds.add(c.comm_kind)
+            group = max(group, c.group_size)
+        if c.flags:
+            flags.update(c.flags)
+    kind = kinds.pop() if len(kinds) == 1 else ("mixed" if kinds else "")
+    return OpCost(flops, transcendentals, read, written, comm, kind, group, frozenset(flags))
+
+
+class _Analyzer:
+    __slots__ = ("module", "totals", "fusion_bytes", "contexts")
+
+    def __init__(self, module: HloModule) -> None:
+        self.module = module
+        self.totals: dict[str, OpCost] = {}
+        self.fusion_bytes: dict[str, fusion_rule.FusionBytes] = {}
+        self.contexts: dict[str, CostContext] = {}
+
+    def context(self, comp: HloComputation) -> CostContext:
+        ctx = self.contexts.get(comp.name)
+        if ctx is None:
+            ctx = self.contexts[comp.name] = CostContext(self.module, comp, self.computation_cost)
+        return ctx
+
+    def computation_cost(self, name: str) -> OpCost:
+        total = self.totals.get(name)
+        if total is None:
+            rows: list[CostRow] = []
+            self.visit(self.module.computation(name), 1.0, rows)
+            total = self.totals[name] = summed(rows)
+        return total
+
+    def visit(self, comp: HloComputation, count: float, rows: list[CostRow]) -> None:
+        from hloscope.cost import RULES
+
+        ctx = self.context(comp)
+        name = comp.name
+        append = rows.append
+        for inst in comp.instructions:
+            opcode = inst.opcode
+            rule = RULES.get(opcode)
+            if rule is not None:
+                append(CostRow(name, inst, rule(inst, ctx), count))
+            elif opcode == "fusion":
+                append(CostRow(name, inst, self.fusion(inst, ctx), count))
+            elif opcode == "while":
+                trips, flags = trip_count(inst, ctx)
+                append(CostRow(name, inst, OpCost(flags=flags) if flags else ZERO, count))
+                calls = inst.called_computations
+                for body in calls.get("body", ()):
+                    self.visit(self.module.computation(body), count * trips, rows)
+                for cond in calls.get("condition", ()):
+                    self.visit(self.module.computation(cond), count * (trips + 1), rows)
+            elif opcode == "call":
+                append(CostRow(name, inst, ZERO, count))
+                for callee in inst.called_computations.get("to_apply", ()) + inst.called_computations.get("calls", ()):
+                    self.visit(self.module.computation(callee), count, rows)
+            elif opcode == "async-start" or (opcode.endswith("-start") and "calls" in inst.called_computations):
+                # Async wrappers print as async-start or as <wrapped opcode>-start (call-start, slice-start,
+                # reduce-scatter-start, ...): the wrapped computation's cost, once.
+                callees = inst.called_computations.get("calls", ())
+                cost = self.computation_cost(callees[0]) if callees else ZERO
+                append(CostRow(name, inst, cost, count))
+            elif opcode in ("async-update", "async-done") or opcode.endswith(("-done", "-update")):
+                append(CostRow(name, inst, ZERO, count))
+            elif opcode == "conditional":
+                append(CostRow(name, inst, self.conditional(inst), count))
+            else:
+                append(CostRow(name, inst, boundary(inst, ctx, flags=frozenset({"unknown-opcode"})), count))
+
+    def fusion(self, inst: HloInstruction, ctx: CostContext) -> OpCost:
+        callee = inst.called_computations.get("calls", ())
+        if not callee:
+            return boundary(inst, ctx, flags=frozenset({"fusion-without-computation"}))
+        fb = self.fusion_bytes.get(callee[0])
+        if fb is None:
+            fb = self.fusion_bytes[callee[0]] = fusion_rule.FusionBytes(self.module.computation(callee[0]))
+        return fusion_rule.cost(inst, ctx, fb)
+
+    def conditional(self, inst: HloInstruction) -> OpCost:
+        branches = [self.computation_cost(b) for b in inst.called_computations.get("branch_computations", ())]
+        if not branches:
+            return OpCost(flags=frozenset({"conditional-max-branch"}))
+        best = max(branches, key=lambda c: (c.flops + c.transcendentals, c.bytes_accessed))
+        return OpCost(best.flops, best.transcendentals, best.bytes_read, best.bytes_written, best.comm_bytes,
+                      best.comm_kind, best.group_size, best.flags | {"conditional-max-branch"})
