@@ -12,3 +12,11 @@ from hloscope.parsers import HloParseError as HloParseError
 from hloscope.parsers import parse_hlo as parse_hlo
 
 __version__ = "0.1.0"
+
+
+def analyze(source, chip=None, **kwargs):  # noqa: ANN001, ANN201 - documented in hloscope.analysis.analyze
+    """Cost and score a compiled program (HLO text, file, dump dir, ``Compiled`` or trace); see
+    ``hloscope.analysis.analyze``."""
+    from hloscope.analysis import analyze as _analyze
+
+    return _analyze(source, chip, **kwargs)

@@ -42,8 +42,8 @@ INSTRUCTION_FAST: Final = re.compile(
 )
 
 #: Start of any instruction: root marker and name, up to the shape.
-INSTRUCTION_HEAD: Final = re.compile(r"[ \t]*(ROOT[ \t]+)?%?([^\s=%]+)[ \t]*=\s*")
-OPCODE: Final = re.compile(r"\s*([a-z][a-z0-9\-_]*)\(")
+INSTRUCTION_HEAD: Final = re.compile(r"\s*(ROOT\s+)?%?([^\s=%{}(),\"]+)\s*=\s*")
+OPCODE: Final = re.compile(r"\s*([a-z][a-z0-9\-_]*)\s*\(")
 
 #: ``%name`` references inside an operand list or attribute value.
 SIGIL_NAME: Final = re.compile(r"%([^\s,(){}]+)")
@@ -59,7 +59,7 @@ COMPUTATION_HEAD: Final = re.compile(r"[ \t]*(ENTRY[ \t]+)?%?([^\s({=%]+)[ \t]*"
 STRING: Final = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
 
 #: Characters the value scanner stops at.
-VALUE_STOP: Final = re.compile(r'[,\n{}\[\]()"]')
+VALUE_STOP: Final = re.compile(r'[,\n{}\[\]()"/]')
 
 #: ``key=value`` pairs inside ``metadata={...}`` and the module's source tables.
 BRACED_FIELD: Final = re.compile(r'([A-Za-z_][\w]*)=("(?:[^"\\]|\\.)*"|[^\s,}]+)')
@@ -91,6 +91,9 @@ def unquote(text: str) -> str:
 # --------------------------------------------------------------------------------------------------
 
 ARRAY_SHAPE: Final = re.compile(r"([a-z][a-z0-9]*)(?:\[([^\]]*)\])?(?:\{([^}]*)\})?")
+#: ``ARRAY_SHAPE`` with the white space XLA's lexer allows between its parts (``s32 [4] {0}``); a ``{`` is a
+#: layout only when a digit, ``:`` or ``}`` follows it (else it opens a computation body).
+ARRAY_SHAPE_LOOSE: Final = re.compile(r"([a-z][a-z0-9]*)(?:\s*\[([^\]]*)\])?(?:\s*\{(?=\s*[\d:}])([^}]*)\})?")
 _TILE_GROUP: Final = re.compile(r"\(([^)]*)\)")
 _MEMORY_SPACE: Final = re.compile(r"S\((\d+)\)")
 _COMMENT: Final = re.compile(r"/\*.*?\*/|//[^\n]*", re.DOTALL)
@@ -188,7 +191,7 @@ def _shape_at(text: str, pos: int) -> tuple[Shape, int]:
         if not text.startswith(")", pos):
             raise ValueError("expected ')' closing a buffer shape b(...)")
         return inner, pos + 1
-    m = ARRAY_SHAPE.match(text, pos)
+    m = ARRAY_SHAPE_LOOSE.match(text, pos)
     if m is None:
         raise ValueError(f"expected a shape such as f32[2,3]{{1,0}}, found {text[pos:pos + 20]!r}")
     return parse_array_shape(m), m.end()

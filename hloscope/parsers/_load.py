@@ -9,10 +9,11 @@ from hloscope.hlo import HloModule
 from hloscope.parsers._errors import HloParseError
 from hloscope.parsers._hlo_text import parse_hlo_text
 
-#: Suffix of the post-optimization module text XLA writes into a dump directory
-#: (``xla/service/dump.cc``: ``<prefix>.<module>.after_optimizations.txt``). Side files such as
-#: ``*.after_optimizations-buffer-assignment.txt`` or ``*_before_buffer_assignment.txt`` are not modules.
-DUMP_SUFFIX = ".after_optimizations.txt"
+#: Suffix of the post-optimization module text XLA writes into a dump directory (``xla/service/dump.cc``:
+#: ``<prefix>.<module>.after_optimizations.txt``, ``...cpu_after_optimizations.txt`` on newer CPU builds). Side
+#: files such as ``*after_optimizations-buffer-assignment.txt`` or ``*_before_buffer_assignment.txt`` end
+#: otherwise and are not modules.
+DUMP_SUFFIX = "after_optimizations.txt"
 
 
 def parse_hlo(text_or_path: str | os.PathLike[str], *, module: str | None = None) -> HloModule:

@@ -1,0 +1,134 @@
+"""``hloscope`` command line: thin argument parsing over ``hloscope.analyze`` and the chip registry.
+
+Exit codes (as xprof's CLI): 0 ok, 1 internal error, 2 bad input or usage, 3 path not found.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+EXIT_OK, EXIT_INTERNAL, EXIT_INPUT, EXIT_PATH = 0, 1, 2, 3
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="hloscope", description="Roofline analysis of XLA programs.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    report = sub.add_parser("report", help="cost and score every HLO op of a trace or an HLO file")
+    report.add_argument("path", help="profile log dir / run dir / .xplane.pb, HLO text file, or XLA dump dir")
+    report.add_argument("--chip", metavar="ID", help="chip id or alias (see `hloscope chips`); "
+                        "default: from the trace (host CPU for CPU traces)")
+    report.add_argument("--run", metavar="NAME", help="run under plugins/profile/ (default: newest)")
+    report.add_argument("--hlo", metavar="FILE", nargs="+", default=[], help="HLO text to join trace events with")
+    report.add_argument("--module", metavar="NAME", help="module of a dump dir holding several")
+    report.add_argument("--top", metavar="N", type=_positive_int, default=25, help="ops shown (default: %(default)r)")
+    report.add_argument("--format", choices=("table", "json", "csv"), default="table",
+                        help="output format (default: %(default)r)")
+    report.add_argument("-o", "--output", metavar="FILE", help="write to FILE (atomically) instead of stdout")
+
+    chips = sub.add_parser("chips", help="list the known chips")
+    chips.add_argument("--format", choices=("table", "json"), default="table")
+
+    calibrate = sub.add_parser("calibrate", help="measure this host's matmul FLOP/s and memory bandwidth")
+    calibrate.add_argument("--no-save", action="store_true", help="only print the numbers")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        if args.command == "report":
+            return _report(args)
+        if args.command == "chips":
+            return _chips(args)
+        return _calibrate(args)
+    except FileNotFoundError as e:
+        print(f"hloscope: {e}", file=sys.stderr)
+        return EXIT_PATH
+    except ValueError as e:  # HloParseError, TraceError, UnknownChipError, ChipSpecError, ChipRequiredError
+        print(f"hloscope: {e}", file=sys.stderr)
+        return EXIT_INPUT
+    except KeyboardInterrupt:  # pragma: no cover
+        return EXIT_INTERNAL
+
+
+def _report(args: argparse.Namespace) -> int:
+    from hloscope.analysis import analyze
+
+    if not os.path.exists(args.path):
+        raise FileNotFoundError(f"{args.path}: no such file or directory")
+    report = analyze(args.path, args.chip, run=args.run, hlo=args.hlo, module=args.module)
+    if args.format == "json":
+        _emit(report.to_json() + "\n", args.output)
+    elif args.format == "csv":
+        _emit(report.to_csv(), args.output)
+    else:
+        from hloscope.report.terminal import render
+
+        if args.output:
+            from io import StringIO
+
+            buf = StringIO()
+            render(report, args.top, file=buf, width=200)
+            _emit(buf.getvalue(), args.output)
+        else:
+            render(report, args.top)
+    return EXIT_OK
+
+
+def _chips(args: argparse.Namespace) -> int:
+    import json
+
+    from hloscope.roofline.chips import all_chips, chip_to_dict
+
+    chips = all_chips()
+    if args.format == "json":
+        print(json.dumps([chip_to_dict(c) for c in chips.values()], indent=1))
+        return EXIT_OK
+    from hloscope.report.terminal import render_chips
+
+    render_chips(list(chips.values()))
+    return EXIT_OK
+
+
+def _calibrate(args: argparse.Namespace) -> int:
+    from hloscope.roofline.calibrate import calibrate_host, save_host_chip
+
+    chip = calibrate_host()
+    for dtype, value in chip.peak_flops_per_s.items():
+        print(f"matmul {dtype}: {value / 1e9:.1f} GFLOP/s")
+    print(f"memory bandwidth: {chip.hbm_bytes_per_s / 1e9:.1f} GB/s")
+    if not args.no_save:
+        print(f"saved as chip 'host' in {save_host_chip(chip)}")
+    return EXIT_OK
+
+
+def _emit(text: str, output: str | None) -> None:
+    """Write to stdout, or atomically to ``output`` (temp file in the same dir, then ``os.replace``), so an
+    existing report is never left half-written."""
+    if output is None:
+        sys.stdout.write(text)
+        return
+    target = Path(output)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent or ".")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

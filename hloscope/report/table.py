@@ -1,0 +1,179 @@
+"""Per-op and per-module tables (pandas) of costs, roofline scores and measured times. Presentation only:
+the numbers come from ``hloscope.cost`` and ``hloscope.roofline.score``.
+
+Every number is a total per module run (for traces: per step, i.e. one execution of the entry computation with
+its loops), in FLOPs, bytes and seconds.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Mapping
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from hloscope.cost import ModuleCost
+    from hloscope.roofline.chips import ChipSpec
+
+#: The ops table's columns, in order: a contract (docs/report.md).
+OP_COLUMNS = [
+    "module", "computation", "instruction", "opcode", "category", "op_name", "source", "count",
+    "flops", "transcendentals", "bytes_accessed", "bytes_read", "bytes_written", "comm_bytes", "comm_kind",
+    "group_size", "dtype", "intensity", "critical_intensity", "compute_s", "memory_s", "comm_s", "roofline_s",
+    "bound", "measured_s", "occurrences", "step_fraction", "efficiency", "achieved_flops_per_s",
+    "achieved_bytes_per_s", "lost_s", "flags",
+]
+
+#: The modules table's columns, in order.
+MODULE_COLUMNS = [
+    "name", "flops", "transcendentals", "bytes_accessed", "comm_bytes", "compute_s", "memory_s", "comm_s",
+    "roofline_s", "measured_s", "mfu", "dtype", "compute_bound_s", "memory_bound_s", "communication_bound_s",
+    "flags",
+]
+
+_COLLECTIVE = frozenset(
+    "all-reduce all-gather reduce-scatter all-to-all ragged-all-to-all collective-permute collective-broadcast "
+    "all-reduce-start all-gather-start collective-permute-start all-reduce-done all-gather-done "
+    "collective-permute-done".split()
+)
+_CONTROL = frozenset({"while", "conditional", "call", "async-start", "async-update", "async-done"})
+_MOVE = frozenset(
+    "copy copy-start copy-done broadcast reshape transpose slice dynamic-slice dynamic-update-slice gather "
+    "concatenate pad reverse iota bitcast tuple get-tuple-element parameter constant".split()
+)
+
+
+def category(inst, module) -> str:
+    """``matmul`` (dot, convolution, or a fusion/custom call holding one), ``fusion:<kind>``, ``collective``,
+    ``data-movement``, ``control``, ``custom-call``, ``reduction`` or ``elementwise``."""
+    op = inst.opcode
+    if op in ("dot", "convolution", "ragged-dot"):
+        return "matmul"
+    if op == "fusion":
+        for name in inst.called_computations.get("calls", ()):
+            if any(i.opcode in ("dot", "convolution") for i in module.computation(name).instructions):
+                return "matmul"
+        return f"fusion:{inst.attributes.get('kind', '?')}"
+    if op in _COLLECTIVE or op.startswith(("all-", "reduce-scatter", "collective-")):
+        return "collective"
+    if op in _MOVE:
+        return "data-movement"
+    if op in _CONTROL or op.endswith(("-start", "-done", "-update")):
+        return "control"
+    if op == "custom-call":
+        return "custom-call"
+    if op in _MOVE:
+        return "data-movement"
+    if op in ("reduce", "reduce-window", "scatter", "select-and-scatter", "sort", "map"):
+        return "reduction"
+    return "elementwise"
+
+
+def ops_frame(costs: list[ModuleCost], chip: ChipSpec, measured: Mapping[tuple[str, str], tuple[float, float]] | None = None,
+              step_s: Mapping[str, float] | None = None) -> pd.DataFrame:
+    """One row per instruction that does work or took time.
+
+    Args:
+        costs: one ``ModuleCost`` per module.
+        chip: the chip to score against.
+        measured: (module name, instruction name) -> (measured seconds per step, occurrences per step), from a
+            trace; None for a static report.
+        step_s: module name -> measured step time (seconds), for ``step_fraction``.
+
+    Returns:
+        DataFrame with ``OP_COLUMNS``, sorted by measured time (traces) or roofline time (static), largest
+        first.
+    """
+    import pandas as pd
+
+    from hloscope.roofline.score import op_dtype, score
+
+    rows = []
+    measured = measured or {}
+    for mc in costs:
+        module = mc.module
+        mname = module.name
+        by_comp: dict[str, dict] = {}
+        for row in mc.rows:
+            inst = row.instruction
+            cost = row.cost
+            key = (mname, inst.name)
+            timing = measured.get(key)
+            work = cost.flops + cost.transcendentals + cost.bytes_read + cost.bytes_written + cost.comm_bytes
+            if work == 0 and timing is None and not cost.flags:
+                continue
+            lookup = by_comp.get(row.computation)
+            if lookup is None:
+                lookup = by_comp[row.computation] = {i.name: i for i in module.computation(row.computation).instructions}
+            operand_types = [lookup[o].shape.element_type for o in inst.operands[:2]] if inst.opcode in ("dot", "convolution") else None
+            dtype = op_dtype(inst, module, operand_types)
+            s = score(cost, chip, dtype)
+            n = row.count
+            md = inst.metadata
+            measured_s = timing[0] if timing else math.nan
+            roofline_s = s.roofline_s * n
+            flops = cost.flops * n
+            hbm = cost.bytes_accessed * n
+            rows.append({
+                "module": mname, "computation": row.computation, "instruction": inst.name, "opcode": inst.opcode,
+                "category": category(inst, module), "op_name": md.op_name if md else "",
+                "source": md.source if md else "", "count": n, "flops": flops,
+                "transcendentals": cost.transcendentals * n, "bytes_accessed": hbm,
+                "bytes_read": cost.bytes_read * n, "bytes_written": cost.bytes_written * n,
+                "comm_bytes": cost.comm_bytes * n, "comm_kind": cost.comm_kind, "group_size": cost.group_size,
+                "dtype": dtype, "intensity": s.intensity, "critical_intensity": s.critical_intensity,
+                "compute_s": s.compute_s * n, "memory_s": s.memory_s * n, "comm_s": s.comm_s * n,
+                "roofline_s": roofline_s, "bound": s.bound.value, "measured_s": measured_s,
+                "occurrences": timing[1] if timing else math.nan,
+                "step_fraction": measured_s / step_s[mname] if timing and step_s and step_s.get(mname) else math.nan,
+                "efficiency": roofline_s / measured_s if timing and measured_s > 0 else math.nan,
+                "achieved_flops_per_s": flops / measured_s if timing and measured_s > 0 else math.nan,
+                "achieved_bytes_per_s": hbm / measured_s if timing and measured_s > 0 else math.nan,
+                "lost_s": measured_s - roofline_s if timing else math.nan,
+                "flags": ",".join(sorted(cost.flags | s.flags)),
+            })
+    # Trace ops that name no instruction of any module: listed, never dropped.
+    known = {(r["module"], r["instruction"]) for r in rows}
+    for (mname, op), (sec, occ) in measured.items():
+        if (mname, op) not in known:
+            rows.append({c: math.nan for c in OP_COLUMNS} | {
+                "module": mname, "computation": "", "instruction": op, "opcode": "", "category": "unjoined",
+                "op_name": "", "source": "", "comm_kind": "", "dtype": "", "bound": "", "measured_s": sec,
+                "occurrences": occ, "flags": "not-in-hlo"})
+    df = pd.DataFrame(rows, columns=OP_COLUMNS)
+    sort_key = "measured_s" if measured else "roofline_s"
+    return df.sort_values(sort_key, ascending=False, na_position="last", kind="stable").reset_index(drop=True)
+
+
+def modules_frame(costs: list[ModuleCost], ops: pd.DataFrame, chip: ChipSpec,
+                  step_s: Mapping[str, float] | None = None) -> pd.DataFrame:
+    """One row per module: totals of ``ops``, the measured step time, MFU, and time by bound class.
+
+    ``mfu = flops / (measured_s * peak)`` at the dtype holding most of the module's FLOPs; time by bound class
+    is measured time where the trace has it, else roofline time.
+    """
+    import pandas as pd
+
+    rows = []
+    for mc in costs:
+        name = mc.module.name
+        mine = ops[ops["module"] == name]
+        measured = step_s.get(name, math.nan) if step_s else math.nan
+        by_dtype = mine.groupby("dtype")["flops"].sum()
+        dtype = str(by_dtype.idxmax()) if len(by_dtype) and by_dtype.max() > 0 else "bf16"
+        peak, _ = chip.peak_flops_for(dtype)
+        time_col = mine["measured_s"] if mine["measured_s"].notna().any() else mine["roofline_s"]
+        by_bound = time_col.groupby(mine["bound"]).sum()
+        rows.append({
+            "name": name, "flops": mc.flops, "transcendentals": mc.transcendentals,
+            "bytes_accessed": mc.bytes_accessed, "comm_bytes": mc.comm_bytes,
+            "compute_s": mine["compute_s"].sum(), "memory_s": mine["memory_s"].sum(),
+            "comm_s": mine["comm_s"].sum(), "roofline_s": mine["roofline_s"].sum(), "measured_s": measured,
+            "mfu": mc.flops / (measured * peak) if measured and measured == measured else math.nan,
+            "dtype": dtype, "compute_bound_s": float(by_bound.get("compute", 0.0)),
+            "memory_bound_s": float(by_bound.get("memory", 0.0)),
+            "communication_bound_s": float(by_bound.get("communication", 0.0)),
+            "flags": ",".join(sorted(mc.flags)),
+        })
+    return pd.DataFrame(rows, columns=MODULE_COLUMNS)

@@ -1,0 +1,62 @@
+"""The ``hloscope`` command line: output formats, atomic writes and exit codes."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from hloscope.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+HLO = ROOT / "fixtures" / "hlo" / "tpu-v5e_mlp_sharded.hlo.txt"
+CORRUPT = ROOT.parent / "shared" / "corpus" / "xplane" / "openxla__xprof__xprof__convert__test_xplanes__tpu_inference_2.xplane.pb"
+
+
+def test_report_json_to_file(tmp_path):
+    out = tmp_path / "r.json"
+    out.write_text("previous report")
+    assert main(["report", str(HLO), "--chip", "tpu-v5e", "--format", "json", "-o", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert doc["chip"]["id"] == "tpu-v5e" and doc["modules"][0]["name"] == "jit_mlp_train_step"
+    assert [p.name for p in tmp_path.iterdir()] == ["r.json"]  # no temp file left behind
+
+
+def test_report_table_and_csv(capsys):
+    assert main(["report", str(HLO), "--chip", "tpu-v5e", "--top", "3"]) == 0
+    assert "all-reduce" in capsys.readouterr().out
+    assert main(["report", str(HLO), "--chip", "tpu-v5e", "--format", "csv"]) == 0
+    assert capsys.readouterr().out.startswith("module,computation,instruction,opcode")
+
+
+@pytest.mark.parametrize(("args", "code", "message"), [
+    (["report", "no/such/path"], 3, "no such file"),
+    (["report", str(HLO)], 2, "--chip"),
+    (["report", str(HLO), "--chip", "tpu-v9"], 2, "closest match"),
+])
+def test_exit_codes(args, code, message, capsys):
+    assert main(args) == code
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_corrupted_xplane_is_a_clean_error(capsys):
+    if not CORRUPT.exists():
+        pytest.skip("shared corpus not present")
+    assert main(["report", str(CORRUPT)]) == 2
+    assert "not an XSpace protobuf" in capsys.readouterr().err
+
+
+def test_chips_json_fields(capsys):
+    assert main(["chips", "--format", "json"]) == 0
+    chips = {c["id"]: c for c in json.loads(capsys.readouterr().out)}
+    v5e = chips["tpu-v5e"]
+    assert v5e["peak_flops_per_s"]["bf16"] == 1.97e14 and v5e["hbm_bytes_per_s"] == 8.1e11
+    for key in ("aliases", "hbm_bytes", "sources"):
+        assert key in v5e
+
+
+def test_python_dash_m():
+    proc = subprocess.run([sys.executable, "-m", "hloscope", "--help"], capture_output=True, text=True)
+    assert proc.returncode == 0 and "report" in proc.stdout
