@@ -127,8 +127,8 @@ class Shape:
         if self.is_tuple:
             return sum(s.padded_size_bytes for s in self.tuple_shapes)
         layout = self.layout
-        if layout is None or not layout.tiles or not self.is_array or not self.dims:
-            return self.size_bytes  # scalars: XLA's TPU analysis charges their data size
+        if layout is None or not layout.tiles or not self.is_array:
+            return self.size_bytes
         tile = layout.tiles[0]
         m2m = layout.minor_to_major or tuple(range(len(self.dims) - 1, -1, -1))
         physical = [self.dims[d] for d in reversed(m2m)] or [1]  # major to minor
@@ -272,6 +272,8 @@ CALLED_COMPUTATION_ROLES: Mapping[str, str] = {
     "true_computation": "branch_computations",
     "false_computation": "branch_computations",
     "async_wrapped_computation": "calls",
+    "select": "select",
+    "scatter": "scatter",
 }
 
 

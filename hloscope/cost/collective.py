@@ -19,7 +19,8 @@ collective-permute            operand bytes (one send per source-target pair)
 
 Reduction FLOPs of an all-reduce (and reduce-scatter): ``(N-1)/N * elements * cost(to_apply)`` per device;
 XLA's ``HandleAllReduce`` instead charges ``elements * cost(to_apply)``, as if N = 2 (documented difference).
-``*-start`` carries the cost of an async pair; ``*-done`` is free.
+``*-start`` carries the cost of an async pair; ``*-done`` is free. HBM bytes (operands read, result written)
+are tile-padded like every other op's; wire bytes are the data.
 """
 
 from __future__ import annotations
@@ -58,24 +59,21 @@ def group_size(inst: HloInstruction, ctx: CostContext) -> int:
     return module.num_partitions
 
 
-def _array_bytes(shape) -> int:
-    """Bytes of the data leaves (a ``-start`` result tuple also holds its operands and contexts)."""
-    return sum(s.size_bytes for s in shape.leaves() if s.element_type not in ("token",) and s.dims is not None)
-
-
 def cost(inst: HloInstruction, ctx: CostContext) -> OpCost:
     kind = KINDS[inst.opcode]
     n = group_size(inst, ctx)
     operand_bytes = sum(ctx.by_name[o].shape.size_bytes for o in inst.operands)
+    hbm_read = sum(ctx.by_name[o].shape.padded_size_bytes for o in inst.operands)
     result = inst.shape
     if inst.opcode.endswith("-start") and result.is_tuple:
         # e.g. all-gather-start -> (operand, result): the last leaf is the result buffer.
-        leaves = list(result.leaves())
-        result_bytes = leaves[-1].size_bytes if kind != "collective-permute" else operand_bytes
-        if kind == "all-reduce":
-            result_bytes = operand_bytes
+        last = list(result.leaves())[-1]
+        if kind in ("collective-permute", "all-reduce"):
+            result_bytes, hbm_written = operand_bytes, hbm_read
+        else:
+            result_bytes, hbm_written = last.size_bytes, last.padded_size_bytes
     else:
-        result_bytes = result.size_bytes
+        result_bytes, hbm_written = result.size_bytes, result.padded_size_bytes
     fraction = (n - 1) / n if n > 0 else 0.0
     flops = 0.0
     if kind == "all-gather":
@@ -95,7 +93,7 @@ def cost(inst: HloInstruction, ctx: CostContext) -> OpCost:
         elements = sum(ctx.by_name[o].shape.element_count for o in inst.operands)
         flops = fraction * elements * per_element
     flags = frozenset({"dynamic-shape"}) if result.is_dynamic else frozenset()
-    return OpCost(flops, 0.0, operand_bytes, result_bytes, wire, kind, n, flags)
+    return OpCost(flops, 0.0, hbm_read, hbm_written, wire, kind, n, flags)
 
 
 def done(inst: HloInstruction, ctx: CostContext) -> OpCost:

@@ -9,6 +9,7 @@
   backward 2.5x forward (five matmuls), from Q's and K's shapes [B, S, H, D] or [B, H, S, D].
 - Pallas / Mosaic kernels (``tpu_custom_call``, ``__gpu$xla.gpu.triton``, ``mosaic_gpu``) whose backend config
   carries a ``cost_estimate`` (``flops``, ``transcendentals``, ``bytes_accessed``): taken as given.
+- Buffer allocation (``AllocateBuffer``, ``CreateBuffer``): no work, no traffic.
 - TPU / host helpers that move or annotate data (``ConcatBitcast``, ``AllocateBuffer``, ``Sharding``,
   ``annotate_device_placement``, ``MoveToHost``, ``MoveToDevice``, ``AssumeGatherIndicesInBound``, ...):
   0 FLOPs, boundary bytes.
@@ -22,10 +23,11 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from hloscope.cost._bytes import boundary
+from hloscope.cost._types import OpCost
 from hloscope.cost.dot import FMA_FLOPS, convolution
 
 if TYPE_CHECKING:
-    from hloscope.cost._types import CostContext, OpCost
+    from hloscope.cost._types import CostContext
     from hloscope.hlo import HloInstruction
 
 HELPER_TARGETS = frozenset({
@@ -87,16 +89,20 @@ def _cost_estimate(inst: HloInstruction, ctx: CostContext, cfg: dict[str, Any]) 
     base = boundary(inst, ctx, flops=float(est.get("flops", 0)),
                     transcendentals=float(est.get("transcendentals", 0)))
     if "bytes_accessed" in est:
-        from hloscope.cost._types import OpCost
-
         total = float(est["bytes_accessed"])
         out = float(inst.shape.size_bytes)
         return OpCost(base.flops, base.transcendentals, max(total - out, 0.0), min(out, total), flags=base.flags)
     return base
 
 
+#: Targets that only reserve memory: nothing is read or written.
+ALLOCATION_TARGETS = frozenset({"AllocateBuffer", "CreateBuffer"})
+
+
 def cost(inst: HloInstruction, ctx: CostContext) -> OpCost:
     target = inst.attributes.get("custom_call_target", "")
+    if target in ALLOCATION_TARGETS:
+        return OpCost()
     if target in HELPER_TARGETS:
         return boundary(inst, ctx)
     cfg = _backend_config(inst) if inst.backend_config_text else {}

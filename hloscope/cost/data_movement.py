@@ -30,7 +30,7 @@ FREE_OPCODES = frozenset(
 #: Plain copies of their operands: operands read, result written, no FLOPs.
 MOVE_OPCODES = frozenset(
     "copy broadcast reshape dynamic-reshape transpose concatenate pad reverse iota "
-    "copy-start rng-bit-generator rng-get-and-update-state set-dimension-size send recv infeed outfeed "
+    "rng-bit-generator rng-get-and-update-state set-dimension-size send recv infeed outfeed "
     "topk".split()
 )
 
@@ -41,6 +41,13 @@ def free(inst: HloInstruction, ctx: CostContext) -> OpCost:
 
 def move(inst: HloInstruction, ctx: CostContext) -> OpCost:
     return boundary(inst, ctx)
+
+
+def copy_start(inst: HloInstruction, ctx: CostContext) -> OpCost:
+    """An async copy (TPU prefetch between memory spaces): the operand is read and written once; the result
+    tuple (destination, aliased source, context) is not extra traffic, and copy-done is free."""
+    size = ctx.operand(inst, 0).shape.padded_size_bytes if inst.operands else 0
+    return OpCost(bytes_read=size, bytes_written=size)
 
 
 def slice_(inst: HloInstruction, ctx: CostContext) -> OpCost:

@@ -66,7 +66,8 @@ def convolution(inst: HloInstruction, ctx: CostContext) -> OpCost:
     window = attrs.get("window", ())
     feature_groups = attrs.get("feature_group_count", 1)
     batch_groups = attrs.get("batch_group_count", 1)
-    out = inst.shape
+    # cuDNN convolution custom calls return (output, workspace): the output is the first element.
+    out = inst.shape.tuple_shapes[0] if inst.shape.is_tuple and inst.shape.tuple_shapes else inst.shape
     taps = 1
     for d, (in_dim, out_dim) in enumerate(zip(labels.input_spatial_dimensions, labels.output_spatial_dimensions)):
         w = window[d] if d < len(window) else None

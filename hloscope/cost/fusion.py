@@ -4,7 +4,8 @@ XLA semantics: ``HloCostAnalysis::HandleFusion`` (xla/service/hlo_cost_analysis.
 instructions' FLOPs and transcendentals, and charges bytes for the fusion's operands and result only -- values
 passed between fused instructions stay on chip. Reading rules, per fusion operand (= fused parameter):
 
-1. Bitcasts and get-tuple-elements of a parameter are looked through (they move no data).
+1. Bitcasts and get-tuple-elements of a parameter are looked through (they move no data), and so are nested
+   fusions: a parameter a nested fusion only slices is read as that nested fusion reads it.
 2. A parameter whose every user is a slice, dynamic-slice or gather (as the sliced operand) reads only what
    those users take: the sum of their results' bytes, each user once (``FusionParameterReadBytes``).
 3. A parameter that is only the in-place buffer (operand 0) of a dynamic-update-slice is not read.
@@ -22,7 +23,7 @@ only its update.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from hloscope.cost._types import OpCost
 
@@ -40,7 +41,7 @@ class FusionBytes:
 
     __slots__ = ("read_per_parameter", "written")
 
-    def __init__(self, comp: HloComputation) -> None:
+    def __init__(self, comp: HloComputation, nested: Callable[[str], FusionBytes] | None = None) -> None:
         users: dict[str, list[HloInstruction]] = {}
         by_name = {}
         for inst in comp.instructions:
@@ -50,7 +51,7 @@ class FusionBytes:
         read: dict[int, int] = {}
         for inst in comp.instructions:
             if inst.opcode == "parameter":
-                read[inst.parameter_number] = _parameter_read(inst, users)
+                read[inst.parameter_number] = _parameter_read(inst, users, nested, comp.root_name)
         self.read_per_parameter = read
         # A constant of more than one element lives in HBM and is read (XLA charges it too).
         read[-1] = sum(i.shape.padded_size_bytes for i in comp.instructions
@@ -59,13 +60,17 @@ class FusionBytes:
         self.written = _written(root, by_name)
 
 
-def _terminal_users(name: str, users: dict[str, list[HloInstruction]]) -> list[tuple[HloInstruction, str]]:
-    """Users of ``name``, looking through bitcasts/get-tuple-elements: (user, the operand name it uses)."""
+def _terminal_users(name: str, users: dict[str, list[HloInstruction]],
+                    root: str = "") -> list[tuple[HloInstruction, str]] | None:
+    """Users of ``name``, looking through bitcasts/get-tuple-elements: (user, the operand name it uses).
+    None when ``name`` (or a bitcast of it) is the computation's root: the value leaves whole."""
     out = []
     stack = [name]
     seen = set()
     while stack:
         n = stack.pop()
+        if n == root:
+            return None
         for u in users.get(n, ()):
             if u.opcode in _LOOK_THROUGH:
                 if u.name not in seen:
@@ -76,13 +81,25 @@ def _terminal_users(name: str, users: dict[str, list[HloInstruction]]) -> list[t
     return out
 
 
-def _parameter_read(param: HloInstruction, users: dict[str, list[HloInstruction]]) -> int:
-    terminal = _terminal_users(param.name, users)
+def _parameter_read(param: HloInstruction, users: dict[str, list[HloInstruction]],
+                    nested: Callable[[str], FusionBytes] | None, root: str) -> int:
+    full = param.shape.padded_size_bytes
+    terminal = _terminal_users(param.name, users, root)
+    if terminal is None:
+        return full  # passed through to the result
     if not terminal:
-        return 0 if param.shape.is_tuple else param.shape.padded_size_bytes
+        return 0  # an unused parameter is not read (XLA agrees)
     sliced = 0
     seen: set[str] = set()
     for user, used in terminal:
+        if user.opcode == "fusion" and nested is not None and user.called_computations.get("calls"):
+            # A nested fusion reads what its own parameter rules say (e.g. only a dynamic-slice of it).
+            inner = nested(user.called_computations["calls"][0])
+            part = sum(inner.read_per_parameter.get(i, full) for i, op in enumerate(user.operands) if op == used)
+            if part >= full:
+                return full
+            sliced += part
+            continue
         if user.opcode in _SLICING and user.operands and user.operands[0] == used:
             if user.name not in seen:
                 seen.add(user.name)

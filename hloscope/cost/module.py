@@ -5,7 +5,8 @@ Notes:
     1. The entry computation runs once. A ``while`` body runs ``trip_count`` times per run of the ``while``
        and its condition ``trip_count + 1`` times (``control_flow.trip_count``); a ``call`` runs its callee
        once. Rows of nested computations carry the product of these counts.
-    2. A fusion, an async wrapper (``async-start``) and a ``conditional`` are one row each: the fusion's and
+    2. A fusion, an async wrapper (``async-start``, ``<op>-start`` with ``calls=``, or the ``<op>-start``
+       sugar without it, costed as ``<op>``) and a ``conditional`` are one row each: the fusion's and
        the wrapper's FLOPs are those of the called computation; a ``conditional`` takes the costliest branch
        (by FLOPs, then bytes) and is flagged ``conditional-max-branch``.
     3. Called computations of reducers (``to_apply``), fusions and wrappers are costed once and reused.
@@ -128,7 +129,15 @@ class _Analyzer:
             opcode = inst.opcode
             rule = RULES.get(opcode)
             if rule is not None:
-                append(CostRow(name, inst, rule(inst, ctx), count))
+                try:
+                    cost = rule(inst, ctx)
+                except (IndexError, KeyError, ValueError, TypeError, ZeroDivisionError, AttributeError):
+                    # A shape or attribute the rule did not expect: keep the row, flagged, with boundary bytes.
+                    cost = boundary(inst, ctx, flags=frozenset({"cost-rule-failed"}))
+                append(CostRow(name, inst, cost, count))
+            elif opcode.endswith("-start") and not inst.called_computations and opcode[:-6] in RULES:
+                # Async sugar printed without calls= (TPU slice-start, ...): result is ((operands), out, ctx).
+                append(CostRow(name, inst, self.async_sugar(inst, opcode[:-6], ctx), count))
             elif opcode == "fusion":
                 append(CostRow(name, inst, self.fusion(inst, ctx), count))
             elif opcode == "while":
@@ -160,10 +169,27 @@ class _Analyzer:
         callee = inst.called_computations.get("calls", ())
         if not callee:
             return boundary(inst, ctx, flags=frozenset({"fusion-without-computation"}))
-        fb = self.fusion_bytes.get(callee[0])
+        return fusion_rule.cost(inst, ctx, self.fused_bytes(callee[0]))
+
+    def fused_bytes(self, name: str) -> fusion_rule.FusionBytes:
+        fb = self.fusion_bytes.get(name)
         if fb is None:
-            fb = self.fusion_bytes[callee[0]] = fusion_rule.FusionBytes(self.module.computation(callee[0]))
-        return fusion_rule.cost(inst, ctx, fb)
+            fb = self.fusion_bytes[name] = fusion_rule.FusionBytes(self.module.computation(name), self.fused_bytes)
+        return fb
+
+    def async_sugar(self, inst: HloInstruction, base: str, ctx: CostContext) -> OpCost:
+        from hloscope.cost import RULES
+        from hloscope.hlo import HloInstruction as Instruction
+
+        shape = inst.shape
+        out = shape.tuple_shapes[1] if shape.is_tuple and len(shape.tuple_shapes) >= 2 else shape
+        proxy = Instruction(inst.name, base, out, inst.operands, inst.called_computations, inst.is_root,
+                            inst.line, inst.literal, inst.parameter_number, "", None)
+        proxy._decoded = inst._decode()
+        try:
+            return RULES[base](proxy, ctx)
+        except (IndexError, KeyError, ValueError, TypeError, ZeroDivisionError, AttributeError):
+            return boundary(inst, ctx, flags=frozenset({"cost-rule-failed"}))
 
     def conditional(self, inst: HloInstruction) -> OpCost:
         branches = [self.computation_cost(b) for b in inst.called_computations.get("branch_computations", ())]

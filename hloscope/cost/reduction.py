@@ -40,7 +40,7 @@ def _applied(inst: HloInstruction, ctx: CostContext, role: str, applications: in
 
 def reduce(inst: HloInstruction, ctx: CostContext) -> OpCost:
     operand = ctx.operand(inst, 0).shape
-    count = operand.element_count - _first_array(inst.shape).element_count
+    count = max(operand.element_count - _first_array(inst.shape).element_count, 0)  # XLA: -1 when empty
     return _applied(inst, ctx, "to_apply", count)
 
 

@@ -57,23 +57,32 @@ ATTRIBUTE_PARSERS: Final[Mapping[str, Callable[[str], Any]]] = {
 #: Attribute keys whose values name called computations (see ``hlo.CALLED_COMPUTATION_ROLES``).
 LIST_CALL_KEYS: Final = frozenset({"branch_computations", "calls", "called_computations"})
 
-#: Opcodes of XLA's ``HloOpcode`` enum (``xla/hlo/ir/hlo_opcode.h``) as printed. Anything else parses as an
-#: opaque instruction and is listed in ``HloModule.unknown_opcodes``.
+#: The 133 opcodes of XLA's ``HloOpcode`` enum (``xla/hlo/ir/hlo_opcode.h``) as jaxlib 0.10.2 prints and parses
+#: them -- checked against its parser, which rejects the C++ enum spellings where they differ: ``cosine`` (not
+#: cos), ``sine``, ``count-leading-zeros`` (not clz), ``exponential`` (not exp), ``exponential-minus-one``,
+#: ``log-plus-one``, ``opt-barrier``, ``popcnt``, ``topk``. Anything else parses as an opaque instruction and is
+#: listed in ``HloModule.unknown_opcodes``, except the async forms ``<op>-start``/``-update``/``-done`` of a
+#: known opcode (``call-start``, ``slice-start``, ...), which XLA's parser reads as ``async-start`` ... wrapping
+#: ``<op>`` and which hloscope keeps as printed.
+ASYNC_SUFFIXES: Final = ("-start", "-update", "-done")
 KNOWN_OPCODES: Final = frozenset(
     """
-    abs add add-dependency after-all all-gather all-gather-done all-gather-start all-reduce all-reduce-done
-    all-reduce-start all-to-all and async-done async-start async-update atan2 batch-norm-grad
-    batch-norm-inference batch-norm-training bitcast bitcast-convert broadcast call cbrt ceil cholesky clamp
-    clz collective-broadcast collective-permute collective-permute-done collective-permute-start compare
-    complex concatenate conditional constant convert convolution copy copy-done copy-start cos custom-call
-    divide domain dot dynamic-reshape dynamic-slice dynamic-update-slice erf exp exponential-minus-one
-    expm1 exponential fft floor fusion gather get-dimension-size get-tuple-element imag infeed iota is-finite log
-    log-plus-one log1p logistic map maximum minimum multiply negate not optimization-barrier or outfeed pad
-    parameter partition-id popcnt power ragged-all-to-all ragged-dot real recv recv-done reduce
-    reduce-precision reduce-scatter reduce-window remainder replica-id reshape reverse rng
-    rng-bit-generator rng-get-and-update-state round-nearest-afz round-nearest-even rsqrt scan scatter
-    select select-and-scatter send send-done set-dimension-size shift-left shift-right-arithmetic
-    shift-right-logical sign sin slice sort sqrt stochastic-convert subtract tan tanh topk transpose
-    triangular-solve tuple while xor
+    abs acos acosh add add-dependency after-all all-gather all-gather-done all-gather-start all-reduce
+    all-reduce-done all-reduce-start all-to-all and asin asinh async-done async-start async-update atan2
+    atanh batch-norm-grad batch-norm-inference batch-norm-training bitcast bitcast-convert broadcast call
+    cbrt ceil cholesky clamp collective-broadcast collective-permute collective-permute-done
+    collective-permute-start compare complex concatenate conditional constant convert convolution copy
+    copy-done copy-start cosh cosine count-leading-zeros custom-call divide domain dot dynamic-reshape
+    dynamic-slice dynamic-update-slice erf exponential exponential-minus-one fft floor fusion gather
+    get-dimension-size get-tuple-element imag infeed iota is-finite log log-plus-one logistic map maximum
+    minimum mulhi multiply negate not opt-barrier or outfeed pad parameter partition-id popcnt power
+    ragged-all-to-all ragged-dot real recv recv-done reduce reduce-precision reduce-scatter reduce-window
+    remainder replica-id reshape reverse rng rng-bit-generator rng-get-and-update-state round-nearest-afz
+    round-nearest-even rsqrt scaled-dot scan scatter select select-and-scatter send send-done
+    set-dimension-size shift-left shift-right-arithmetic shift-right-logical sign sine sinh slice sort sqrt
+    stochastic-convert subtract tan tanh topk transpose triangular-solve tuple while xor
     """.split()
 )
+
+#: The async forms (see above): ``<known opcode>-start``, ``-update``, ``-done``.
+ASYNC_FORMS: Final = frozenset(op + suffix for op in KNOWN_OPCODES for suffix in ASYNC_SUFFIXES) - KNOWN_OPCODES

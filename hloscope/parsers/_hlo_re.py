@@ -60,6 +60,8 @@ STRING: Final = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
 
 #: Characters the value scanner stops at.
 VALUE_STOP: Final = re.compile(r'[,\n{}\[\]()"/]')
+#: ``VALUE_STOP`` outside brackets, where white space also ends a value (XLA's lexer splits tokens there).
+VALUE_STOP_TOP: Final = re.compile(r'[ \t,\n{}\[\]()"/]')
 
 #: ``key=value`` pairs inside ``metadata={...}`` and the module's source tables.
 BRACED_FIELD: Final = re.compile(r'([A-Za-z_][\w]*)=("(?:[^"\\]|\\.)*"|[^\s,}]+)')
@@ -97,6 +99,11 @@ ARRAY_SHAPE_LOOSE: Final = re.compile(r"([a-z][a-z0-9]*)(?:\s*\[([^\]]*)\])?(?:\
 _TILE_GROUP: Final = re.compile(r"\(([^)]*)\)")
 _MEMORY_SPACE: Final = re.compile(r"S\((\d+)\)")
 _COMMENT: Final = re.compile(r"/\*.*?\*/|//[^\n]*", re.DOTALL)
+
+
+def strip_comments(text: str) -> str:
+    """``text`` without its ``/* */`` and ``//`` comments (for values outside strings)."""
+    return _COMMENT.sub("", text)
 
 
 def parse_layout(text: str) -> Layout:
@@ -261,8 +268,9 @@ def _iota_groups(group_dims: tuple[int, ...], reshape_dims: tuple[int, ...], per
     """Expand XLA's ``IotaReplicaGroupList``: iota over ``reshape_dims``, transposed by ``perm``, reshaped to
     ``group_dims`` = [num_groups, group_size] (``xla/hlo/ir/tile_assignment.h``, ``IotaTileAssignment``)."""
     total = math.prod(reshape_dims)
-    if math.prod(group_dims) != total:
-        raise ValueError(f"iota replica groups {list(group_dims)} do not cover {total} devices")
+    wanted = math.prod(group_dims)
+    if wanted > total:
+        raise ValueError(f"iota replica groups {list(group_dims)} need {wanted} devices, the iota has {total}")
     if not perm:
         perm = tuple(range(len(reshape_dims)))
     if sorted(perm) != list(range(len(reshape_dims))):
@@ -277,8 +285,9 @@ def _iota_groups(group_dims: tuple[int, ...], reshape_dims: tuple[int, ...], per
         sum(i * s for i, s in zip(idx, transposed_strides))
         for idx in itertools.product(*(range(d) for d in transposed_dims))
     ]
-    size = group_dims[-1] if len(group_dims) > 1 else total
-    return tuple(tuple(flat[g : g + size]) for g in range(0, total, size))
+    # XLA's parser accepts an iota longer than the groups (``[2,2]<=[16]``): the groups take its first ids.
+    size = group_dims[-1] if len(group_dims) > 1 else wanted
+    return tuple(tuple(flat[g : g + size]) for g in range(0, wanted, size)) if size else ()
 
 
 def _mesh_groups(axes_text: str, selected_text: str) -> tuple[tuple[int, ...], ...]:
@@ -392,7 +401,8 @@ def window(text: str) -> tuple[WindowDimension, ...]:
             raise ValueError(f"unknown window field {key!r}")
     dims = []
     for i in range(rank):
-        kwargs = {k: v[i] for k, v in fields.items()}
+        # XLA's parser takes a field shorter than the window (``rhs_reversal=1`` for 2 dims): the rest default.
+        kwargs = {k: v[i] for k, v in fields.items() if i < len(v)}
         if "window_reversal" in kwargs:
             kwargs["window_reversal"] = bool(kwargs["window_reversal"])
         dims.append(WindowDimension(**kwargs))
@@ -409,10 +419,11 @@ def _labels(part: str, batch: str, feature: str) -> tuple[int, int, tuple[int, .
             f = i
         elif ch.isdigit():
             spatial[int(ch)] = i
+        elif ch == "?":
+            pass  # a dimension with no role (cuDNN's vectorized int8 layouts: ``b01f?_01i?o->b01f?``)
         else:
             raise ValueError(f"unexpected {ch!r} in dim_labels part {part!r}")
-    if b < 0 or f < 0:
-        raise ValueError(f"dim_labels part {part!r} lacks {batch!r} or {feature!r}")
+    # XLA's parser also takes parts without batch/feature labels (``012_012->012``): those fields are -1.
     return b, f, tuple(spatial[k] for k in sorted(spatial))
 
 

@@ -29,33 +29,37 @@ from hloscope.hlo import (
 )
 from hloscope.parsers import _hlo_re as r
 from hloscope.parsers._errors import HloParseError
-from hloscope.parsers._hlo_attrs import ATTRIBUTE_PARSERS, KNOWN_OPCODES, LIST_CALL_KEYS
+from hloscope.parsers._hlo_attrs import ASYNC_FORMS, ATTRIBUTE_PARSERS, KNOWN_OPCODES, LIST_CALL_KEYS
 
 #: Placeholder shape of an instruction printed without one, until ``_infer_shape`` replaces it.
 _INFERRED = Shape("inferred")
 _SHAPE_PRESERVING = frozenset(
-    "abs add and atan2 cbrt ceil clamp compare copy cos divide erf exp expm1 exponential-minus-one floor "
-    "imag is-finite log log-plus-one log1p logistic maximum minimum multiply negate not or popcnt power real "
-    "remainder round-nearest-afz round-nearest-even rsqrt select shift-left shift-right-arithmetic "
-    "shift-right-logical sign sin sqrt subtract tan tanh xor".split()
+    "abs acos acosh add and asin asinh atan2 atanh cbrt ceil clamp compare copy cosh cosine count-leading-zeros "
+    "divide erf exponential exponential-minus-one floor imag is-finite log log-plus-one logistic maximum minimum "
+    "mulhi multiply negate not opt-barrier or popcnt power real remainder round-nearest-afz round-nearest-even "
+    "rsqrt select shift-left shift-right-arithmetic shift-right-logical sign sine sinh sqrt subtract tan tanh "
+    "xor".split()
 )
 _NO_CALLS: dict[str, tuple[str, ...]] = {}
 _SIGIL_FINDALL = r.SIGIL_NAME.findall
+_CALL_KEYS = sorted(set(CALLED_COMPUTATION_ROLES) | LIST_CALL_KEYS, key=lambda k: (-len(k), k))
 #: Cheap test for an attribute naming a called computation, then the exact pattern.
-_CALL_KEY_HINT = re.compile(r"(?:calls|to_apply|condition|body|computation|computations)=")
-_CALL_KEY = re.compile(
-    r"(?:^|,)\s*(calls|to_apply|condition|body|branch_computations|true_computation|false_computation|"
-    r"called_computations|async_wrapped_computation)=(\{[^}]*\}|[^\s,]+)"
-)
+_CALL_KEY_HINT = re.compile(r"(?:%s)=" % "|".join(map(re.escape, _CALL_KEYS)))
+_CALL_KEY = re.compile(r"(?:^|,)\s*(%s)=(\{[^}]*\}|[^\s,]+)" % "|".join(map(re.escape, _CALL_KEYS)))
 _TABLE_NAMES = frozenset({"FileNames", "FunctionNames", "FileLocations", "StackFrames"})
 _TABLE_ROW = re.compile(r"[ \t]*(\d+)[ \t]+([^\n]*?)[ \t\r]*$", re.MULTILINE)
 #: ``INSTRUCTION_FAST`` anchored to end at a line end (the match covers exactly one line).
 _INSTRUCTION_LINE = re.compile(r.INSTRUCTION_FAST.pattern + r"(?=\n|\Z)", re.VERBOSE)
 _MODULE_HEADER = re.compile(r"\s*HloModule[ \t]+([^\s,]+)")
 _MODULE_SEPARATOR = re.compile(r"^//[ \t]*-----[^\n]*$", re.MULTILINE)
-_NO_SIGIL_OPERAND = re.compile(r"([^\s,()]+)\s*$")
 _ATTRIBUTE_KEY = re.compile(r",\s*([A-Za-z_][\w.\-]*)\s*=")
 _BRACKET_OR_QUOTE = re.compile(r'[{}\[\]()"]')
+_SKIP_BLANKS = re.compile(r"[ \t]*")
+_LONE_SHAPE = re.compile(r"[a-z][a-z0-9]*\s*\[[^\]]*\](?:\s*\{[^}]*\})?")
+_BRACKET_OR_COMMA = re.compile(r"[,(){}\[\]]")
+_BRACKET_QUOTE_COMMA = re.compile(r'[{}\[\]()",]')
+#: An instruction written in place as an operand: an opcode right before '(' (not part of a name).
+_NESTED_OPERAND = re.compile(r"(?<![\w.%\-])[a-z][a-z0-9\-_]*\s*\(")
 #: What XLA's lexer skips between tokens: white space (line breaks included) and ``/* */`` and ``//`` comments.
 _SKIP = re.compile(r"(?:\s+|/\*.*?\*/|//[^\n]*)*", re.DOTALL)
 _MODULE_KEYWORD = re.compile(r"HloModule\s")
@@ -88,7 +92,7 @@ def split_modules(text: str) -> list[str]:
 
 class _Parser:
     __slots__ = ("src", "source", "shapes", "metadata", "unknown_opcodes", "frames", "computation", "inline",
-                 "line_starts", "done")
+                 "line_starts", "done", "pending", "anon")
 
     def __init__(self, src: str, source: str) -> None:
         self.src = src
@@ -102,6 +106,9 @@ class _Parser:
         self.line_starts: list[int] = []
         #: Computations finished so far, by name (shape inference of ``call``/``conditional`` reads their roots).
         self.done: dict[str, HloComputation] = {}
+        #: Instructions written in place inside an operand list, waiting to join the computation.
+        self.pending: list[HloInstruction] = []
+        self.anon: dict[str, int] = {}
 
     # -- errors ------------------------------------------------------------------------------------
 
@@ -258,9 +265,11 @@ class _Parser:
                 if rest:
                     rest = rest.strip()
                     if rest and (rest[0] != "," or rest[-1] in ",=" or rest.count("{") != rest.count("}")
-                                 or rest.count('"') & 1):
+                                 or rest.count('"') & 1 or " = " in rest):
                         rest = None
-                if rest is not None and "%" in operand_text and opcode in known:
+                if rest is None:
+                    pass
+                elif "%" in operand_text and opcode in known:
                     called = _NO_CALLS
                     if rest and ("=%" in rest or "={%" in rest):
                         called = self._called(rest, lineno)
@@ -268,7 +277,10 @@ class _Parser:
                         shape = shapes.get(shape_text)
                         if shape is None:
                             shape = self._shape(shape_text, m.start(3), name)
-                        inst = HloInstruction(name, opcode, shape, tuple(findall(operand_text)), called,
+                        operands = findall(operand_text)
+                        if len(operands) != operand_text.count(", ") + 1:
+                            operands = _operand_list(operand_text)  # mixed `%a, b`, or no blank after ','
+                        inst = HloInstruction(name, opcode, shape, tuple(operands), called,
                                               is_root is not None, lineno, "", -1, rest, self)
                 else:
                     inst = self._fast_instruction(m, lineno, pos)
@@ -313,6 +325,12 @@ class _Parser:
                     root = ""
                 pos, lineno = last_start, prev.line
             inst, end = self._general_instruction(pos, lineno)
+            if self.pending:
+                for nested in self.pending:
+                    if nested.shape is _INFERRED:
+                        nested = self._infer_shape(nested, instructions, pos)
+                    append(nested)
+                self.pending.clear()
             if inst.shape is _INFERRED:
                 inst = self._infer_shape(inst, instructions, pos)
             if inst.is_root:
@@ -377,8 +395,8 @@ class _Parser:
         if rest:
             rest = rest.strip()
             if rest:
-                if (rest[0] != "," or rest[-1] == "," or rest.count("{") != rest.count("}")
-                        or rest.count('"') & 1):
+                if (rest[0] != "," or rest[-1] in ",=" or rest.count("{") != rest.count("}")
+                        or rest.count('"') & 1 or " = " in rest):
                     return None  # continued on the next line, or quoting the split cannot trust
                 if ("=%" in rest or "={%" in rest) if "%" in rest else _CALL_KEY_HINT.search(rest):
                     called = self._called(rest, lineno)
@@ -387,9 +405,7 @@ class _Parser:
         shape = self.shapes.get(shape_text)
         if shape is None:
             shape = self._shape(shape_text, m.start(3), name)
-        if "%" in operand_text:
-            operands = tuple(_SIGIL_FINDALL(operand_text))
-        elif opcode == "parameter":
+        if opcode == "parameter":
             try:
                 number = int(operand_text)
             except ValueError:
@@ -400,11 +416,9 @@ class _Parser:
         elif opcode == "constant":
             return HloInstruction(name, opcode, shape, (), called, root is not None, lineno, operand_text, -1,
                                   rest, self)
-        elif operand_text:
-            operands = _operands_without_sigil(operand_text)
         else:
-            operands = ()
-        if opcode not in KNOWN_OPCODES:
+            operands = _operand_list(operand_text) if operand_text else ()
+        if opcode not in KNOWN_OPCODES and opcode not in ASYNC_FORMS:
             self.unknown_opcodes.add(opcode)
         return HloInstruction(name, opcode, shape, operands, called, root is not None, lineno, "", -1, rest, self)
 
@@ -455,8 +469,81 @@ class _Parser:
         open_paren = om.end() - 1
         close = self._matching(open_paren, "(", name)
         operand_text = src[open_paren + 1:close]
+        operands = None
+        if "(" in operand_text and opcode != "constant" and _NESTED_OPERAND.search(operand_text):
+            operands = self._nested_operands(open_paren + 1, close, lineno)
         pairs, end = self._attribute_pairs(close + 1, name)
-        return self._build(name, opcode, shape, operand_text, pairs, root is not None, lineno, m.start(2)), end
+        return self._build(name, opcode, shape, operand_text, pairs, root is not None, lineno, m.start(2),
+                           operands), end
+
+    def _nested_operands(self, start: int, end: int, lineno: int) -> tuple[str, ...]:
+        """Operands of an operand list that holds instructions written in place (``add(f32[10] parameter(0),
+        multiply(a, b))``, which XLA's parser accepts): each such instruction is read, named ``<opcode>.anon``
+        (``.1``, ``.2``, ... when taken, as XLA names them) and queued in ``pending`` to join the computation
+        before the instruction that uses it."""
+        src = self.src
+        skip = _SKIP.match
+        operands: list[str] = []
+        for s, e in self._top_level_items(start, end):
+            q = skip(src, s).end()
+            if q >= e:
+                continue
+            shape: Shape | None = _INFERRED
+            om = r.OPCODE.match(src, q)
+            if om is None or om.end() > e:
+                if src.startswith("(", q):
+                    qq = self._matching(q, "(", "") + 1
+                else:
+                    sm = r.ARRAY_SHAPE_LOOSE.match(src, q)
+                    qq = sm.end() if sm is not None and sm.end() <= e else q
+                om = r.OPCODE.match(src, qq) if qq > q else None
+                if om is None or om.end() > e:
+                    operands.extend(_operand_list(src[s:e]))
+                    continue
+                shape_text = src[q:qq]
+                shape = self.shapes.get(shape_text) or self._shape(shape_text, q, "")
+            opcode = om.group(1)
+            open_paren = om.end() - 1
+            close = self._matching(open_paren, "(", "")
+            base = f"{opcode}.anon"
+            count = self.anon.get(base, 0)
+            self.anon[base] = count + 1
+            name = base if count == 0 else f"{base}.{count}"
+            text = src[open_paren + 1:close]
+            inner = None
+            if "(" in text and opcode != "constant" and _NESTED_OPERAND.search(text):
+                inner = self._nested_operands(open_paren + 1, close, lineno)
+            self.pending.append(self._build(name, opcode, shape, text, [], False, lineno, q, inner))
+            operands.append(name)
+        return tuple(operands)
+
+    def _top_level_items(self, start: int, end: int) -> list[tuple[int, int]]:
+        """Spans of the comma-separated items of ``src[start:end]`` (commas inside brackets and strings do not
+        split)."""
+        src = self.src
+        items = []
+        depth = 0
+        item = pos = start
+        search = _BRACKET_QUOTE_COMMA.search
+        while True:
+            m = search(src, pos, end)
+            if m is None:
+                items.append((item, end))
+                return items
+            ch = m.group()
+            at = m.start()
+            if ch == '"':
+                sm = r.STRING.match(src, at, end)
+                pos = sm.end() if sm is not None else end
+                continue
+            if ch in r.OPENERS:
+                depth += 1
+            elif ch in r.CLOSERS:
+                depth -= 1
+            elif depth == 0:
+                items.append((item, at))
+                item = at + 1
+            pos = at + 1
 
     def _attribute_pairs(self, pos: int, name: str) -> tuple[list[tuple[str, str]], int]:
         """Read ``, key=value`` pairs from ``pos``; return them and the position just after the last value.
@@ -488,27 +575,35 @@ class _Parser:
             if km is None:
                 raise self.error("expected 'key=value' after ','", skip(src, p + 1).end(), name)
             vstart = skip(src, km.end()).end()
-            vend = self._value_end(vstart, name)
+            vend = self._value_end(vstart, name, km.group(1) != "literal")
             if vend == vstart:
                 raise self.error(f"expected a value for {km.group(1)!r}", vstart, name)
             pairs.append((km.group(1), src[vstart:vend].rstrip()))
             pos = vend
 
-    def _value_end(self, pos: int, name: str) -> int:
-        """End of an attribute value: the next ',', line break or comment outside brackets and strings, or a
-        closing bracket that this value did not open."""
+    def _value_end(self, pos: int, name: str, blank_ends: bool = True) -> int:
+        """End of an attribute value: the next ',', line break, comment or (``blank_ends``) blank outside
+        brackets and strings, or a closing bracket that this value did not open. A blank does not end the value
+        when a ``{`` follows it (``mesh[...] {...}``); a custom call's ``literal=f32[] 0.1`` holds a blank."""
         src = self.src
         depth = 0
         opened: list[int] = []
         search = r.VALUE_STOP.search
+        search0 = r.VALUE_STOP_TOP.search
         while True:
-            m = search(src, pos)
+            m = search0(src, pos) if depth == 0 else search(src, pos)
             if m is None:
                 if depth:
                     raise self.error("unclosed bracket in attribute value (truncated file?)", opened[-1], name)
                 return len(src)
             ch = m.group()
             at = m.start()
+            if ch == " " or ch == "\t":
+                nxt = _SKIP_BLANKS.match(src, at).end()
+                if blank_ends and not src.startswith("{", nxt):
+                    return at
+                pos = nxt
+                continue
             if ch == '"':
                 s = r.STRING.match(src, at)
                 if s is None:
@@ -578,8 +673,10 @@ class _Parser:
         return shape
 
     def _build(self, name: str, opcode: str, shape: Shape, operand_text: str,
-               pairs: list[tuple[str, str]], is_root: bool, lineno: int, pos: int) -> HloInstruction:
-        """An instruction from the general path, its attributes decoded at once."""
+               pairs: list[tuple[str, str]], is_root: bool, lineno: int, pos: int,
+               nested: tuple[str, ...] | None = None) -> HloInstruction:
+        """An instruction from the general path, its attributes decoded at once (``nested``: the operands
+        when the operand list held instructions written in place)."""
         literal = ""
         number = -1
         if opcode == "parameter":
@@ -591,13 +688,11 @@ class _Parser:
         elif opcode == "constant":
             literal = operand_text
             operands = ()
-        elif "%" in operand_text:
-            operands = tuple(_SIGIL_FINDALL(operand_text))
-        elif operand_text.strip():
-            operands = _operands_without_sigil(operand_text)
+        elif nested is not None:
+            operands = nested
         else:
-            operands = ()
-        if opcode not in KNOWN_OPCODES:
+            operands = _operand_list(operand_text)
+        if opcode not in KNOWN_OPCODES and opcode not in ASYNC_FORMS:
             self.unknown_opcodes.add(opcode)
         called: dict[str, tuple[str, ...]] = {}
         rest = []
@@ -656,6 +751,8 @@ class _Parser:
                 if parser is None:
                     attributes[key] = value
                 else:
+                    if "/*" in value and value[0] != '"':
+                        value = r.strip_comments(value)  # `lhs_contracting_dims={/*k*/1}` (XLA test files)
                     try:
                         attributes[key] = parser(value)
                     except (ValueError, IndexError) as e:
@@ -668,8 +765,16 @@ class _Parser:
         at = self.src.find(body, pos)
         if at < 0:  # pragma: no cover - the value was read from the text after pos
             raise self.error(f"cannot locate the computation written in place for {comp_name!r}", pos)
-        comp, _, _ = self._body(comp_name, False, at + 1, self.src.count("\n", 0, at) + 1, at,
-                                self.src.count("\n", 0, at) + 1)
+        if comp_name in self.done or comp_name in self.anon:
+            k = 1
+            while f"{comp_name}.{k}" in self.done or f"{comp_name}.{k}" in self.anon:
+                k += 1
+            comp_name = f"{comp_name}.{k}"
+        self.anon[comp_name] = 0  # taken, also for computations written in place inside this one
+        pending, self.pending = self.pending, []
+        line = self.src.count("\n", 0, at) + 1
+        comp, _, _ = self._body(comp_name, False, at + 1, line, at, line)
+        self.pending = pending
         self.inline.append(comp)
         self.done[comp_name] = comp
         return comp_name
@@ -772,14 +877,24 @@ def _split_attributes(text: str) -> list[tuple[str, str]] | None:
         return None
     pairs = []
     for k in range(1, len(parts), 2):
-        value = parts[k + 1]
-        if not value or value.isspace():
+        value = parts[k + 1].strip()
+        if not value:
             return None  # the value is on the next line
+        first = value[0]
+        if first == "{":
+            if value[-1] != "}":
+                return None  # e.g. `{1,2} next = ...`: an instruction follows on the same line
+        elif first == '"':
+            if value[-1] != '"':
+                return None
+        elif " " in value or "\t" in value:
+            if not value.startswith("mesh["):
+                return None
         check = r.STRING.sub("", value) if '"' in value else value
         if ('"' in check or check.count("{") != check.count("}") or check.count("(") != check.count(")")
                 or check.count("[") != check.count("]")):
             return None
-        pairs.append((parts[k], value.strip()))
+        pairs.append((parts[k], value))
     return pairs
 
 
@@ -789,28 +904,40 @@ def _first_nonblank(src: str, pos: int) -> int:
     return pos
 
 
-def _operands_without_sigil(text: str) -> tuple[str, ...]:
-    """Operand names from an operand list printed without ``%`` (older XLA): the last token of each
-    top-level comma-separated entry, after shapes and ``/*index=N*/`` comments."""
-    if "/*" in text:
-        text = re.sub(r"/\*.*?\*/", "", text)
-    out = []
-    depth = 0
-    start = 0
-    for i, ch in enumerate(text):
-        if ch in "({[":
-            depth += 1
-        elif ch in ")}]":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            out.append(text[start:i])
-            start = i + 1
-    out.append(text[start:])
+def _operand_list(text: str) -> tuple[str, ...]:
+    """Operand names of an operand list in any form XLA's parser takes: ``%a, %b``, ``a, b`` (no sigil), with
+    operand shapes (``f32[2,3]{1,0} %a``), mixed, with ``/*index=N*/`` comments. Each name is the last token of
+    its top-level comma-separated entry; an entry that is only a shape names nothing (XLA reads none)."""
+    if "/" in text:
+        text = r.strip_comments(text)
+    if "(" not in text and "[" not in text and "{" not in text:
+        pieces = text.split(",")
+    else:
+        pieces = []
+        depth = 0
+        start = 0
+        for m in _BRACKET_OR_COMMA.finditer(text):
+            ch = m.group()
+            if ch == ",":
+                if depth == 0:
+                    pieces.append(text[start:m.start()])
+                    start = m.end()
+            elif ch in "({[":
+                depth += 1
+            else:
+                depth -= 1
+        pieces.append(text[start:])
     names = []
-    for piece in out:
-        m = _NO_SIGIL_OPERAND.search(piece)
-        if m:
-            names.append(m.group(1))
+    for piece in pieces:
+        piece = piece.strip()
+        if not piece:
+            continue
+        last = piece.rsplit(None, 1)[-1] if " " in piece or "\t" in piece or "\n" in piece else piece
+        if last[0] == "%":
+            last = last[1:]
+        elif last[-1] in "]}" and _LONE_SHAPE.fullmatch(piece):
+            continue
+        names.append(last)
     return tuple(names)
 
 
