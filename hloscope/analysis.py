@@ -26,7 +26,8 @@ def analyze(source: Any, chip: str | ChipSpec | None = None, *, run: str | None 
     Args:
         source: one of: a JAX ``Compiled`` (``jax.jit(f).lower(...).compile()``; its ``as_text()`` is
             analysed); HLO text; a path to an HLO text file or an XLA dump directory; a profile log dir holding
-            ``plugins/profile/<run>/``, a run dir, or one ``*.xplane.pb``.
+            ``plugins/profile/<run>/``, a run dir, one ``*.xplane.pb``, or one Chrome trace
+            ``*.trace.json.gz`` (TPU traces carry each op's HLO line and libtpu's own FLOPs/bytes).
         chip: chip id or alias (``"tpu-v5e"``, ``"h100"``, ``"host"``) or a ``ChipSpec``. Required for HLO
             inputs; for a CPU trace the calibrated ``host`` chip is used (measured on the fly when absent).
         run: for a log dir, the run to read (default: newest).
@@ -49,6 +50,8 @@ def analyze(source: Any, chip: str | ChipSpec | None = None, *, run: str | None 
     if isinstance(source, str) and not _is_path(source):
         return _static([parse_hlo(source)], _resolve_chip(chip, None))
     path = Path(source)
+    if path.is_file() and path.name.endswith((".trace.json.gz", ".trace.json")):
+        return _chrome_traced(path, chip)
     if path.is_file() and not path.name.endswith((".xplane.pb", ".xplane.pb.gz")):
         return _static([parse_hlo(path)], _resolve_chip(chip, None))
     if path.is_dir() and any(path.glob("*after_optimizations.txt")):
@@ -57,8 +60,28 @@ def analyze(source: Any, chip: str | ChipSpec | None = None, *, run: str | None 
     return _traced(run_dir, files, chip, [Path(h) for h in hlo])
 
 
+def _concat(frames):
+    import pandas as pd
+
+    return frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
+
+
 def _is_path(s: str) -> bool:
-    return "\n" not in s and len(s) < 4096 and (os.path.exists(s) or s.endswith((".pb", ".txt", ".hlo", "/")))
+    return "\n" not in s and len(s) < 4096 and (
+        os.path.exists(s) or s.endswith((".pb", ".txt", ".hlo", ".json", ".json.gz", "/")))
+
+
+def _chrome_traced(path: Path, chip: str | ChipSpec | None) -> Report:
+    """A Chrome-trace profile (``*.trace.json.gz``): per-op time from durations; FLOPs and bytes from each
+    op's printed HLO line where it determines them, else libtpu's numbers (flag ``costed-by-libtpu``)."""
+    from hloscope.parsers._chrome_trace import read_chrome_trace, trace_costs
+    from hloscope.report import Report
+    from hloscope.report.table import modules_frame, ops_frame
+
+    tc = trace_costs(read_chrome_trace(path))
+    spec = _resolve_chip(chip, tc.platform)
+    ops = ops_frame(tc.costs, spec, tc.measured, tc.step_s)
+    return Report(ops, modules_frame(tc.costs, ops, spec, tc.step_s), spec, tc.coverage, tc.notes)
 
 
 def _resolve_chip(chip: str | ChipSpec | None, platform: str | None) -> ChipSpec:
@@ -96,13 +119,13 @@ def _traced(run_dir: Path, files: list[Path], chip: str | ChipSpec | None, hlo_f
 
     from hloscope.cost import module_cost
     from hloscope.parsers import parse_hlo, parse_hlo_text
-    from hloscope.parsers._xspace import TraceError, hlo_protos, op_events, read_xspace, step_events
+    from hloscope.parsers._xspace import TraceError, hlo_protos, op_events, open_xspace, step_events
     from hloscope.report import Report
     from hloscope.report.table import modules_frame, ops_frame
 
-    spaces = [read_xspace(f) for f in files]
-    events = pd.concat([op_events(x) for x in spaces], ignore_index=True)
-    steps = pd.concat([step_events(x) for x in spaces], ignore_index=True)
+    spaces = [open_xspace(f) for f in files]  # indexed: events are decoded line by line, not all at once
+    events = _concat([op_events(x) for x in spaces])
+    steps = _concat([step_events(x) for x in spaces])
     if events.empty:
         raise TraceError(str(run_dir), "no per-HLO-op events in this trace (expected XLA Ops lines on "
                          "/device:TPU, kernels with hlo_op stats on /device:GPU, or CPU thunks with hlo_op "

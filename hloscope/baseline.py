@@ -32,6 +32,7 @@ Everything is static (roofline) cost: measured times of a trace are not stored, 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -53,6 +54,7 @@ __all__ = [
     "Delta",
     "Comparison",
     "summarize",
+    "trim",
     "dims_of",
     "to_json",
     "from_json",
@@ -222,8 +224,10 @@ class Comparison:
         if self.improvements:
             lines.append(f"improved ({len(self.improvements)}):")
             lines += _table(self.improvements, limit)
-        for note in self.notes[:limit]:
+        for note in self.notes[:limit // 2]:
             lines.append(f"note: {note}")
+        if len(self.notes) > limit // 2:
+            lines.append(f"note: ... and {len(self.notes) - limit // 2} more")
         return "\n".join(lines)
 
 
@@ -304,7 +308,8 @@ def summarize(report: Report, shapes: Mapping[tuple[str, str, str], Any] | None 
     threshold = significant * totals["roofline_s"]
     entries = []
     for (opcode, op_name, dims), g in groups.items():
-        if not (g["kind"] and not opcode.endswith("-done")) and not (g["roofline_s"] >= threshold and g["roofline_s"] > 0):
+        collective = bool(g["kind"]) and not opcode.endswith("-done")
+        if not collective and not (g["roofline_s"] >= threshold and g["roofline_s"] > 0):
             continue
         if len(g["bounds"]) == 1:
             bound = next(iter(g["bounds"]))
@@ -320,6 +325,16 @@ def summarize(report: Report, shapes: Mapping[tuple[str, str, str], Any] | None 
                    tuple(entries), significant, test, dict(recorded_with or {}))
 
 
+def trim(summary: Summary, significant: float) -> Summary:
+    """The summary with only the ops a baseline stores: collectives, and ops holding at least ``significant`` of
+    the total roofline time. (Compare against an untrimmed summary, so that a stored op whose share fell below
+    the threshold is still found.)"""
+    threshold = significant * summary.roofline_s
+    keep = tuple(e for e in summary.ops if (e.comm_kind and not e.opcode.endswith("-done"))
+                 or (e.roofline_s >= threshold and e.roofline_s > 0))
+    return dataclasses.replace(summary, ops=keep, significant=significant)
+
+
 def _num(x: Any) -> float:
     return float(x)
 
@@ -333,9 +348,11 @@ def _round(x: float) -> float | int:
     """6 significant digits (stable diffs, no float noise); integral values as ints."""
     if x != x or math.isinf(x):
         raise ValueError(f"cannot store {x} in a baseline")
+    if not float(x).is_integer():
+        x = float(f"{x:.6g}")
     if float(x).is_integer() and abs(x) < 2**63:
         return int(x)
-    return float(f"{x:.6g}")
+    return x
 
 
 def to_json(summary: Summary) -> str:
@@ -358,7 +375,7 @@ def to_json(summary: Summary) -> str:
             for e in summary.ops
         ],
     }
-    return json.dumps(doc, indent=1, ensure_ascii=False) + "\n"
+    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
 
 
 def from_json(text: str, path: str | os.PathLike[str] = "<string>") -> Summary:
@@ -367,6 +384,7 @@ def from_json(text: str, path: str | os.PathLike[str] = "<string>") -> Summary:
     Raises:
         BaselineError: not JSON (with line and column), another schema, or a missing/mistyped field (named).
     """
+    __tracebackhide__ = True  # pytest shows the caller's line, not this function's (a no-op elsewhere)
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as err:
@@ -381,7 +399,8 @@ def from_json(text: str, path: str | os.PathLike[str] = "<string>") -> Summary:
         for k, _, _ in TOTALS:
             if k not in totals:
                 raise KeyError(f"totals.{k}")
-        collectives = {str(k): {"ops": int(_get(v, "ops", int)), "wire_bytes": float(_get(v, "wire_bytes", (int, float)))}
+        collectives = {str(k): {"ops": int(_get(v, "ops", int)),
+                                "wire_bytes": float(_get(v, "wire_bytes", (int, float)))}
                        for k, v in _get(doc, "collectives", dict).items()}
         ops = []
         for i, o in enumerate(_get(doc, "ops", list)):
@@ -415,6 +434,7 @@ def read_baseline(path: str | os.PathLike[str]) -> Summary | None:
     Raises:
         BaselineError: the file exists but cannot be read or parsed (never silently replaced).
     """
+    __tracebackhide__ = True
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")
@@ -555,7 +575,7 @@ def compare(baseline: Summary, current: Summary, tolerance: float = DEFAULT_TOLE
             notes.append(f"new op: {e.label} {e.dtype} ({format_quantity(e.roofline_s, 's')}, {e.bound}-bound)")
     if not dims_known and baseline.ops and current.ops:
         notes.append("ops matched by opcode and op_name only (no shapes: a trace or a plain Report)")
-    return Comparison(baseline, current, tolerance, tuple(_dedupe(reg)), tuple(imp), tuple(notes))
+    return Comparison(baseline, current, tolerance, tuple(_ordered(reg)), tuple(_ordered(imp)), tuple(notes))
 
 
 def _worse(old: float, new: float, tol: float) -> bool:
@@ -574,14 +594,18 @@ def _better(old: float, new: float, tol: float) -> bool:
     return new < old * (1 - tol)
 
 
-def _dedupe(deltas: Iterable[Delta]) -> list[Delta]:
-    seen, out = set(), []
-    for d in deltas:
-        k = (d.subject, d.metric)
-        if k not in seen:
-            seen.add(k)
-            out.append(d)
-    return out
+def _ordered(deltas: Iterable[Delta]) -> list[Delta]:
+    """Totals and collective kinds first (in the order found), then ops by the size of the change."""
+    deltas = list(deltas)
+    head = [d for d in deltas if d.subject == "total" or d.metric in ("ops", "new")]
+    ops = [d for d in deltas if d not in head]
+
+    def size(d: Delta) -> float:
+        if isinstance(d.old, (int, float)) and isinstance(d.new, (int, float)):
+            return abs(d.new - d.old)
+        return math.inf  # bound changes first
+
+    return head + sorted(ops, key=size, reverse=True)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -618,7 +642,8 @@ def format_change(old: Any, new: Any) -> str:
         return ""
     if old == 0:
         return "+0.0%" if new == 0 else "new"
-    return f"{(new - old) / old:+.1%}"
+    rel = (new - old) / old
+    return f"{0.0 if abs(rel) < 5e-4 else rel:+.1%}"
 
 
 def _table(deltas: Iterable[Delta], limit: int) -> list[str]:

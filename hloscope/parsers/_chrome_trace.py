@@ -14,8 +14,10 @@ Public functions:
 * :func:`read_chrome_trace` -- a ``.trace.json.gz`` (or plain ``.trace.json``) to a :class:`ChromeTrace`
   (op events, module runs, step markers as DataFrames), streaming the JSON so that host events (most of a big
   trace) are never held in memory.
-* :func:`parse_line` -- one HLO instruction line (``long_name``) to an ``HloInstruction`` whose operands resolve
-  to parameters of the printed operand shapes.
+* :func:`parse_line` -- one HLO instruction line (``long_name``) to a :class:`ParsedLine`: the instruction inside
+  a tiny module whose parameters have the printed operand shapes.
+* :func:`canonical_line` -- the line with every ``%name`` renamed by position (lines that differ only in names
+  cost the same; the caches key on this form).
 * :func:`line_cost` / :func:`line_cost_detail` -- the cost hloscope's own rules give that instruction, with
   ``None`` wherever the line alone does not determine it (a fusion's FLOPs need its body).
 * :func:`trace_costs` -- what ``report.table.ops_frame`` / ``modules_frame`` need to report a Chrome trace.
@@ -30,11 +32,11 @@ import math
 import os
 import re
 import zlib
-from collections import Counter, defaultdict
+from collections import defaultdict
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator, NamedTuple
 
 from hloscope.parsers._xspace import TraceError, _self_times, _split_module_key
 
@@ -48,8 +50,10 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = [
     "ChromeTrace",
     "LineCost",
+    "ParsedLine",
     "TraceCosts",
     "TraceError",
+    "canonical_line",
     "line_cost",
     "line_cost_detail",
     "parse_line",
@@ -63,6 +67,8 @@ STEPS_THREAD = "Steps"
 #: Flag of a report row whose FLOPs or bytes are libtpu's (the ``model_flops`` / ``bytes_accessed`` of the
 #: trace) because the instruction line alone does not determine them.
 LIBTPU_FLAG = "costed-by-libtpu"
+#: Module name of op events outside any ``XLA Modules`` event.
+NO_MODULE = "(no module)"
 
 OP_COLUMNS = (
     "device", "device_id", "name", "hlo_module", "program_id", "start_us", "duration_us", "self_us",
@@ -72,7 +78,13 @@ MODULE_COLUMNS = ("device", "device_id", "name", "hlo_module", "program_id", "ru
 STEP_COLUMNS = ("device", "device_id", "thread", "name", "step_num", "start_us", "duration_us")
 
 _DEVICE_RE = re.compile(r"^/device:([A-Za-z_]+):(\d+)")
+#: The ``args`` of device events that are kept (the rest, e.g. ``source_stack``, is dropped while streaming).
+_KEPT_ARGS = frozenset({"long_name", "hlo_category", "model_flops", "bytes_accessed", "raw_bytes_accessed",
+                        "tf_op", "source", "device_duration_ps", "hlo_module", "program_id", "run_id",
+                        "step_num"})
 _CHUNK = 1 << 20
+#: Longest single JSON value (one event) the stream buffers while waiting for it to complete.
+_MAX_VALUE = 64 << 20
 
 
 @dataclass
@@ -171,8 +183,9 @@ class _Stream:
             try:
                 value, end = self.decoder.raw_decode(self.buf, self.pos)
             except json.JSONDecodeError as e:
-                # A value cut by the chunk boundary fails somewhere at or past the end of the buffer: read more.
-                if self._more():
+                # A value cut by the chunk boundary is incomplete: read more, up to a bound on one value's size
+                # (a malformed file must not be buffered whole).
+                if len(self.buf) - self.pos < _MAX_VALUE and self._more():
                     continue
                 raise TraceError(self.path, f"is not valid JSON ({e.msg} near character {e.pos}); expected a "
                                             "complete Chrome trace (*.trace.json.gz), re-copy the file") from None
@@ -192,15 +205,22 @@ def _read(fh, path: str) -> str:
                                "Chrome trace (*.trace.json.gz)") from None
 
 
-def _events(stream: _Stream) -> Iterator[dict]:
+class _Key(NamedTuple):
+    """A top-level key of the trace object, yielded by ``_events`` between the events."""
+
+    name: str
+    value: Any
+
+
+def _events(stream: _Stream) -> Iterator[Any]:
     """The trace's events: elements of the top-level array, or of the top-level object's ``traceEvents``.
 
-    Other top-level keys (``displayTimeUnit``, ``metadata``, ...) are decoded and passed back through the
-    special event ``{"__key__": key, "value": value}``.
+    Each top-level key (``traceEvents`` itself, ``displayTimeUnit``, ``metadata``, ...) is yielded as a
+    ``_Key`` (``traceEvents`` with value None, before its events).
     """
     first = stream.expect("{[")
     if first == "[":  # the Trace Event Format's bare "JSON Array Format"
-        yield {"__key__": "traceEvents", "value": None}
+        yield _Key("traceEvents", None)
         yield from _array(stream)
         return
     if stream.peek() == "}":
@@ -213,17 +233,16 @@ def _events(stream: _Stream) -> Iterator[dict]:
         stream.expect(":")
         if key == "traceEvents":
             stream.expect("[")
-            yield {"__key__": key, "value": None}
-            yield from _array(stream, opened=True)
+            yield _Key(key, None)
+            yield from _array(stream)
         else:
-            yield {"__key__": key, "value": stream.value()}
+            yield _Key(key, stream.value())
         if stream.expect(",}") == "}":
             return
 
 
-def _array(stream: _Stream, opened: bool = False) -> Iterator[Any]:
-    if not opened:
-        pass
+def _array(stream: _Stream) -> Iterator[Any]:
+    """The elements of an array whose '[' was read."""
     if stream.peek() == "]":
         stream.pos += 1
         return
@@ -264,8 +283,9 @@ def _ps(v: Any) -> int | None:
 def read_chrome_trace(path: str | os.PathLike[str]) -> ChromeTrace:
     """Read the HLO op events, module runs and step markers of a Chrome trace (``*.trace.json.gz``).
 
-    The file is decoded one event at a time; only events of device processes (``/device:...``) and host events
-    carrying ``step_num`` are kept, so memory grows with the device op events, not with the file.
+    The file is decoded one event at a time: events of host processes are dropped as they are read (except
+    step annotations), device events are reduced to the fields kept and their strings shared, so memory grows
+    with the device op events, not with the file (measurements in ``docs/chrome_trace.md``).
 
     Args:
         path: a ``.trace.json.gz`` file (gzip-compressed JSON; an uncompressed ``.trace.json`` works too).
@@ -293,58 +313,30 @@ def read_chrome_trace(path: str | os.PathLike[str]) -> ChromeTrace:
 
     process: dict[Any, str] = {}
     thread: dict[tuple[Any, Any], str] = {}
-    candidates: list[dict] = []  # "X" events of non-host processes (names may be declared after the events)
-    host_steps: list[dict] = []
+    devices: dict[Any, tuple[str, int] | None] = {}  # pid -> (process name, device id), None: not a device
+    pending: list[dict] = []  # "X" events of processes not named yet (Chrome traces allow any order)
+    ops: list[tuple] = []
+    modules: list[tuple] = []
+    steps: list[tuple] = []
+    strings: dict[str, str] = {}
+    share = strings.setdefault  # one object per distinct string: op lines repeat every step
     saw_events = False
     unit = ""
-    with fh:
-        stream = _Stream(fh, spath)
-        for ev in _events(stream):
-            if not isinstance(ev, dict):
-                continue
-            key = ev.get("__key__")
-            if key is not None and len(ev) == 2 and "value" in ev:
-                if key == "traceEvents":
-                    saw_events = True
-                elif key == "displayTimeUnit" and isinstance(ev["value"], str):
-                    unit = ev["value"]
-                continue
-            ph = ev.get("ph")
-            if ph == "M":
-                args = ev.get("args") or {}
-                if ev.get("name") == "process_name":
-                    process[ev.get("pid")] = str(args.get("name", ""))
-                elif ev.get("name") == "thread_name":
-                    thread[(ev.get("pid"), ev.get("tid"))] = str(args.get("name", ""))
-                continue
-            if ph != "X":
-                continue
-            pname = process.get(ev.get("pid"))
-            if pname is not None and not pname.startswith("/device:"):
-                args = ev.get("args")
-                if isinstance(args, dict) and "step_num" in args:
-                    host_steps.append(ev)
-                continue
-            candidates.append(ev)
-    if not saw_events:
-        raise TraceError(p, "has no traceEvents array; expected a Chrome trace (*.trace.json.gz from "
-                            "jax.profiler / xprof), not another JSON file")
 
-    op_rows: list[tuple] = []
-    module_rows: list[tuple] = []
-    step_rows: list[tuple] = []
-    for ev in candidates:
+    def device(pid: Any) -> tuple[str, int] | None | bool:
+        """(name, id) of a device process, None for another named process, False while unnamed."""
+        d = devices.get(pid, False)
+        if d is False and pid in process:
+            m = _DEVICE_RE.match(process[pid])
+            d = devices[pid] = (process[pid], int(m.group(2))) if m else None
+        return d
+
+    def take(ev: dict, dev: tuple[str, int]) -> None:
         pid = ev.get("pid")
-        pname = process.get(pid, "")
-        m = _DEVICE_RE.match(pname)
-        if m is None:
-            args = ev.get("args")
-            if isinstance(args, dict) and "step_num" in args:
-                host_steps.append(ev)
-            continue
-        dev_id = int(m.group(2))
         tname = thread.get((pid, ev.get("tid")), "")
-        args = ev.get("args") if isinstance(ev.get("args"), dict) else {}
+        args = ev.get("args")
+        if not isinstance(args, dict):
+            args = {}
         start_ps = round(_num(ev.get("ts")) * 1e6)
         dur_ps = _ps(args.get("device_duration_ps"))
         if dur_ps is None:
@@ -352,55 +344,103 @@ def read_chrome_trace(path: str | os.PathLike[str]) -> ChromeTrace:
             dur_ps = 0 if math.isnan(d) else round(d * 1e6)
         name = str(ev.get("name", ""))
         if tname == XLA_OPS_THREAD:
-            op_rows.append((pname, dev_id, name, start_ps, dur_ps, args))
+            get = args.get
+
+            def text(key: str) -> str:
+                v = get(key, "")
+                v = v if type(v) is str else str(v)
+                return share(v, v)
+
+            ops.append((dev[0], dev[1], share(name, name), start_ps, dur_ps, text("long_name"),
+                        text("hlo_category"), _num(get("model_flops")), _num(get("bytes_accessed")),
+                        _num(get("raw_bytes_accessed")), text("tf_op"), text("source"), get("hlo_module"),
+                        _as_int(get("program_id"))))
         elif tname == XLA_MODULES_THREAD:
             module, program_id = _split_module_key(name)
-            module_rows.append((pname, dev_id, name, module, program_id, args.get("run_id"), start_ps, dur_ps))
+            modules.append((dev[0], dev[1], name, module, program_id, args.get("run_id"), start_ps, dur_ps))
         elif tname == STEPS_THREAD:
-            step = args.get("step_num", name)
-            step_rows.append((pname, dev_id, tname, name, _as_int(step), start_ps, dur_ps))
-    for ev in host_steps:
-        args = ev.get("args") or {}
-        pname = process.get(ev.get("pid"), "")
-        start_ps = round(_num(ev.get("ts")) * 1e6)
-        d = _num(ev.get("dur"))
-        step_rows.append((pname, -1, thread.get((ev.get("pid"), ev.get("tid")), ""), str(ev.get("name", "")),
-                          _as_int(args.get("step_num")), start_ps, 0 if math.isnan(d) else round(d * 1e6)))
+            steps.append((dev[0], dev[1], tname, name, _as_int(args.get("step_num", name)), start_ps, dur_ps))
 
-    if not op_rows:
-        devices = sorted({n for n in process.values() if n.startswith("/device:")})
+    def host_step(ev: dict) -> None:
+        args = ev["args"]
+        d = _num(ev.get("dur"))
+        steps.append((process.get(ev.get("pid"), ""), -1, thread.get((ev.get("pid"), ev.get("tid")), ""),
+                      str(ev.get("name", "")), _as_int(args.get("step_num")), round(_num(ev.get("ts")) * 1e6),
+                      0 if math.isnan(d) else round(d * 1e6)))
+
+    with fh:
+        for ev in _events(_Stream(fh, spath)):
+            if type(ev) is _Key:
+                if ev.name == "traceEvents":
+                    saw_events = True
+                elif ev.name == "displayTimeUnit" and isinstance(ev.value, str):
+                    unit = ev.value
+                continue
+            if not isinstance(ev, dict):
+                continue
+            ph = ev.get("ph")
+            if ph == "X":
+                dev = device(ev.get("pid"))
+                if dev:
+                    take(ev, dev)
+                elif dev is None:
+                    args = ev.get("args")
+                    if isinstance(args, dict) and "step_num" in args:
+                        host_step(ev)
+                else:
+                    args = ev.get("args")
+                    if isinstance(args, dict) and len(args) > len(_KEPT_ARGS):
+                        ev["args"] = {k: v for k, v in args.items() if k in _KEPT_ARGS}
+                    pending.append(ev)
+            elif ph == "M":
+                args = ev.get("args") or {}
+                if ev.get("name") == "process_name":
+                    process[ev.get("pid")] = str(args.get("name", ""))
+                elif ev.get("name") == "thread_name":
+                    thread[(ev.get("pid"), ev.get("tid"))] = str(args.get("name", ""))
+    if not saw_events:
+        raise TraceError(p, "has no traceEvents array; expected a Chrome trace (*.trace.json.gz from "
+                            "jax.profiler / xprof), not another JSON file")
+    for ev in pending:
+        dev = device(ev.get("pid"))
+        if dev:
+            take(ev, dev)
+        elif isinstance(ev.get("args"), dict) and "step_num" in ev["args"]:
+            host_step(ev)
+    if not ops:
+        names = sorted({n for n in process.values() if n.startswith("/device:")})
         raise TraceError(p, "no per-HLO-op events: no complete ('X') event on an 'XLA Ops' thread of a "
-                            f"/device:... process (device processes: {devices or 'none'}); capture the profile "
+                            f"/device:... process (device processes: {names or 'none'}); capture the profile "
                             "on TPU with jax.profiler.trace around jitted steps")
 
-    ops = _ops_frame(op_rows, module_rows)
-    modules = pd.DataFrame(
+    frame = _ops_frame(ops, modules)
+    module_frame = pd.DataFrame(
         {
-            "device": [r[0] for r in module_rows],
-            "device_id": pd.Series([r[1] for r in module_rows], dtype="int64"),
-            "name": [r[2] for r in module_rows],
-            "hlo_module": [r[3] for r in module_rows],
-            "program_id": pd.Series([r[4] for r in module_rows], dtype="UInt64"),
-            "run_id": [r[5] for r in module_rows],
-            "start_us": pd.Series([r[6] / 1e6 for r in module_rows], dtype="float64"),
-            "duration_us": pd.Series([r[7] / 1e6 for r in module_rows], dtype="float64"),
+            "device": [r[0] for r in modules],
+            "device_id": pd.Series([r[1] for r in modules], dtype="int64"),
+            "name": [r[2] for r in modules],
+            "hlo_module": [r[3] for r in modules],
+            "program_id": pd.Series([r[4] for r in modules], dtype="UInt64"),
+            "run_id": [r[5] for r in modules],
+            "start_us": pd.Series([r[6] / 1e6 for r in modules], dtype="float64"),
+            "duration_us": pd.Series([r[7] / 1e6 for r in modules], dtype="float64"),
         },
         columns=list(MODULE_COLUMNS),
     ).sort_values(["device_id", "start_us"], kind="stable").reset_index(drop=True)
-    steps = pd.DataFrame(
+    step_frame = pd.DataFrame(
         {
-            "device": [r[0] for r in step_rows],
-            "device_id": pd.Series([r[1] for r in step_rows], dtype="int64"),
-            "thread": [r[2] for r in step_rows],
-            "name": [r[3] for r in step_rows],
-            "step_num": pd.Series([r[4] for r in step_rows], dtype="Int64"),
-            "start_us": pd.Series([r[5] / 1e6 for r in step_rows], dtype="float64"),
-            "duration_us": pd.Series([r[6] / 1e6 for r in step_rows], dtype="float64"),
+            "device": [r[0] for r in steps],
+            "device_id": pd.Series([r[1] for r in steps], dtype="int64"),
+            "thread": [r[2] for r in steps],
+            "name": [r[3] for r in steps],
+            "step_num": pd.Series([r[4] for r in steps], dtype="Int64"),
+            "start_us": pd.Series([r[5] / 1e6 for r in steps], dtype="float64"),
+            "duration_us": pd.Series([r[6] / 1e6 for r in steps], dtype="float64"),
         },
         columns=list(STEP_COLUMNS),
     )
-    devices = tuple(sorted({r[0] for r in op_rows}, key=lambda n: (len(n), n)))
-    return ChromeTrace(spath, ops, modules, steps, devices, unit)
+    names = tuple(sorted({r[0] for r in ops}, key=lambda n: (len(n), n)))
+    return ChromeTrace(spath, frame, module_frame, step_frame, names, unit)
 
 
 def _as_int(v: Any) -> int | None:
@@ -413,8 +453,9 @@ def _as_int(v: Any) -> int | None:
     return None
 
 
-def _ops_frame(op_rows: list[tuple], module_rows: list[tuple]) -> pd.DataFrame:
-    """Op rows -> DataFrame: module from args or from the enclosing module run, self time per device."""
+def _ops_frame(ops: list[tuple], module_rows: list[tuple]) -> pd.DataFrame:
+    """Op rows -> DataFrame, per device sorted by start: module from the event's args or from the enclosing
+    module run, self time (duration minus directly nested op events)."""
     import pandas as pd
     from bisect import bisect_right
 
@@ -422,49 +463,84 @@ def _ops_frame(op_rows: list[tuple], module_rows: list[tuple]) -> pd.DataFrame:
     for r in module_rows:
         spans[r[0]].append((r[6], r[6] + r[7], r[3], r[4]))
     by_dev: dict[str, list[tuple]] = defaultdict(list)
-    for r in op_rows:
+    for r in ops:
         by_dev[r[0]].append(r)
-    cols: dict[str, list] = {c: [] for c in OP_COLUMNS}
+    out: list[tuple] = []
+    selfs: list[int] = []
+    modules: list[str] = []
+    programs: list[int | None] = []
     for dev in sorted(by_dev, key=lambda n: (len(n), n)):
         rows = by_dev[dev]
         rows.sort(key=lambda r: (r[3], -r[4]))
         dev_spans = sorted(spans.get(dev, ()))
         starts = [s[0] for s in dev_spans]
-        selfs = _self_times([r[3] for r in rows], [r[4] for r in rows])
-        for r, self_ps in zip(rows, selfs):
-            pname, dev_id, name, start, dur, args = r
-            module = args.get("hlo_module")
-            program_id = _as_int(args.get("program_id"))
+        selfs.extend(_self_times([r[3] for r in rows], [r[4] for r in rows]))
+        for r in rows:
+            module, program_id = r[12], r[13]
             if not module and starts:
-                j = bisect_right(starts, start) - 1
-                if j >= 0 and start < dev_spans[j][1]:
+                j = bisect_right(starts, r[3]) - 1
+                if j >= 0 and r[3] < dev_spans[j][1]:
                     module = dev_spans[j][2]
                     program_id = program_id if program_id is not None else dev_spans[j][3]
-            cols["device"].append(pname)
-            cols["device_id"].append(dev_id)
-            cols["name"].append(name)
-            cols["hlo_module"].append(str(module or ""))
-            cols["program_id"].append(program_id)
-            cols["start_us"].append(start / 1e6)
-            cols["duration_us"].append(dur / 1e6)
-            cols["self_us"].append(self_ps / 1e6)
-            cols["long_name"].append(str(args.get("long_name", "")))
-            cols["category"].append(str(args.get("hlo_category", "")))
-            cols["model_flops"].append(_num(args.get("model_flops")))
-            cols["bytes_accessed"].append(_num(args.get("bytes_accessed")))
-            cols["raw_bytes_accessed"].append(_num(args.get("raw_bytes_accessed")))
-            cols["tf_op"].append(str(args.get("tf_op", "")))
-            cols["source"].append(str(args.get("source", "")))
-    frame = pd.DataFrame(cols, columns=list(OP_COLUMNS))
-    frame["device_id"] = frame["device_id"].astype("int64")
-    frame["program_id"] = pd.Series(cols["program_id"], dtype="UInt64")
-    for c in ("start_us", "duration_us", "self_us", "model_flops", "bytes_accessed", "raw_bytes_accessed"):
-        frame[c] = frame[c].astype("float64")
-    return frame
+            modules.append(str(module or ""))
+            programs.append(program_id)
+        out.extend(rows)
+    cols = list(zip(*out))
+    return pd.DataFrame(
+        {
+            "device": pd.Series(cols[0], dtype=object),
+            "device_id": pd.Series(cols[1], dtype="int64"),
+            "name": pd.Series(cols[2], dtype=object),
+            "hlo_module": pd.Series(modules, dtype=object),
+            "program_id": pd.Series(programs, dtype="UInt64"),
+            "start_us": pd.Series(cols[3], dtype="float64") / 1e6,
+            "duration_us": pd.Series(cols[4], dtype="float64") / 1e6,
+            "self_us": pd.Series(selfs, dtype="float64") / 1e6,
+            "long_name": pd.Series(cols[5], dtype=object),
+            "category": pd.Series(cols[6], dtype=object),
+            "model_flops": pd.Series(cols[7], dtype="float64"),
+            "bytes_accessed": pd.Series(cols[8], dtype="float64"),
+            "raw_bytes_accessed": pd.Series(cols[9], dtype="float64"),
+            "tf_op": pd.Series(cols[10], dtype=object),
+            "source": pd.Series(cols[11], dtype=object),
+        },
+        columns=list(OP_COLUMNS),
+    )
 
 
 # --------------------------------------------------------------------------------------------------------
 # One instruction line
+
+#: ``%name`` tokens (instruction, operand and computation names) of a line.
+_SIGIL = re.compile(r"%([^\s,(){}=]+)")
+_INDEX_COMMENT = re.compile(r"/\*.*?\*/", re.DOTALL)
+_HEAD = re.compile(r"\s*(?:ROOT\s+)?%([^\s=]+)\s*=\s*")
+_OPCODE = re.compile(r"\s*([a-z][a-z0-9\-_]*)\s*\(")
+_CALLEE = re.compile(r"(?:^|[\s,])(?:calls|to_apply|condition|body|branch_computations|true_computation|"
+                     r"false_computation|async_wrapped_computation|select|scatter|called_computations)="
+                     r"(\{[^}]*\}|%[^\s,{}]+)")
+_TILES = re.compile(r"T(?:\([^()]*\))+")
+_NO_OPERANDS = frozenset({"parameter", "constant", "iota", "partition-id", "replica-id", "after-all",
+                          "rng-get-and-update-state"})
+
+
+def canonical_line(long_name: str) -> tuple[str, tuple[str, ...]]:
+    """``long_name`` with ``/*...*/`` comments removed and every ``%name`` renamed ``%n<i>`` (i = order of first
+    appearance; the instruction's own name is ``n0``), and the original names. Lines that differ only in names
+    (layer 3's ``fusion.812`` and layer 4's ``fusion.815``) cost the same: the cache keys on this form."""
+    text = long_name.strip()
+    if "/*" in text:
+        text = _INDEX_COMMENT.sub("", text)
+    names: dict[str, str] = {}
+
+    def rename(m: re.Match[str]) -> str:
+        n = m.group(1)
+        c = names.get(n)
+        if c is None:
+            c = names[n] = f"n{len(names)}"
+        return "%" + c
+
+    return _SIGIL.sub(rename, text), tuple(names)
 
 
 @dataclass(frozen=True)
@@ -472,23 +548,15 @@ class ParsedLine:
     """One HLO instruction line, parsed inside a tiny module made for it.
 
     Attributes:
-        instruction: the instruction (attributes decoded by hloscope's parser).
-        module: the tiny module: one parameter per printed operand (its printed shape), stub computations for
-            the called ones (a scalar ``add``), and the instruction as ``ROOT``.
-        operand_shapes: the printed shape of each operand, in order (None where the line printed none).
+        instruction: the instruction (attributes decoded by hloscope's parser on first access).
+        module: the tiny module: one parameter per printed operand (of its printed shape), a stub for each
+            called computation (a scalar f32 ``add``), and the instruction as ``ROOT``.
+        operand_shapes: the printed shape of each operand, in order.
     """
 
     instruction: HloInstruction
     module: HloModule
-    operand_shapes: tuple[Shape | None, ...]
-
-
-_HEAD = re.compile(r"\s*(?:ROOT\s+)?%?([^\s=%{}(),\"]+)\s*=\s*")
-_OPCODE = re.compile(r"\s*([a-z][a-z0-9\-_]*)\s*\(")
-_CALLEE = re.compile(r"(?:^|[\s,])(?:calls|to_apply|condition|body|branch_computations|true_computation|"
-                     r"false_computation|async_wrapped_computation|select|scatter|called_computations)="
-                     r"(\{[^}]*\}|%?[^\s,{}]+)")
-_TILES = re.compile(r"T(?:\([^()]*\))+")
+    operand_shapes: tuple[Shape, ...]
 
 
 def _close(text: str, open_pos: int) -> int:
@@ -499,10 +567,9 @@ def _close(text: str, open_pos: int) -> int:
     while i < n:
         ch = text[i]
         if ch == '"':
-            j = i + 1
-            while j < n and text[j] != '"':
-                j += 2 if text[j] == "\\" else 1
-            i = j
+            i += 1
+            while i < n and text[i] != '"':
+                i += 2 if text[i] == "\\" else 1
         elif ch in "({[":
             depth += 1
         elif ch in ")}]":
@@ -530,36 +597,43 @@ def _split_top(text: str) -> list[str]:
 
 
 def _stub(name: str) -> str:
-    return (f"%{name} (stub.a: f32[], stub.b: f32[]) -> f32[] {{\n  %stub.a = f32[] parameter(0)\n"
-            f"  %stub.b = f32[] parameter(1)\n  ROOT %stub.add = f32[] add(f32[] %stub.a, f32[] %stub.b)\n}}\n")
+    return (f"%{name} (s.a: f32[], s.b: f32[]) -> f32[] {{\n  %s.a = f32[] parameter(0)\n"
+            f"  %s.b = f32[] parameter(1)\n  ROOT %s.add = f32[] add(f32[] %s.a, f32[] %s.b)\n}}\n\n")
 
 
-@lru_cache(maxsize=16384)
 def parse_line(long_name: str, *, tiles: bool = True) -> ParsedLine:
-    """Parse one HLO instruction line as printed by XLA (``%name = shape opcode(shape %a, ...), attrs``).
+    """Parse one HLO instruction line as XLA prints it: ``%name = shape opcode(shape %a, ...), attrs``.
 
-    Each operand becomes a parameter of its printed shape; each called computation a stub that adds two f32
-    scalars (so a reducer costs 1 FLOP per application: callers decide whether that assumption holds).
+    Each operand becomes a parameter of its printed shape and each called computation a stub adding two f32
+    scalars (a reducer then costs 1 FLOP per application; :func:`line_cost_detail` never reports a FLOP count
+    that depends on that assumption). Names are kept as printed.
 
     Args:
-        long_name: the line (a trace's ``args.long_name``, or an XProf ``expression``).
-        tiles: keep the layouts' tiles ``T(...)``; False parses every shape untiled (dense sizes).
+        long_name: the line: a trace's ``args.long_name``, or an XProf ``expression`` / ``hlo_op_expression``.
+        tiles: keep the layouts' tiles ``T(...)``; False drops them, so every size is dense.
 
     Raises:
         ValueError: the text is not one instruction with printed operand shapes (the message says why).
     """
+    text = long_name.strip()
+    if "/*" in text:
+        text = _INDEX_COMMENT.sub("", text)
+    return _parse(text, tiles)
+
+
+@lru_cache(maxsize=8192)
+def _parse(text: str, tiles: bool) -> ParsedLine:
     from hloscope.parsers import _hlo_re as r
     from hloscope.parsers._errors import HloParseError
     from hloscope.parsers._hlo_text import parse_hlo_text
 
-    text = long_name.strip()
     if not tiles:
-        text = _TILES.sub("", text).replace(":}", "}").replace(":S(", ":S(")
+        text = _TILES.sub("", text)
     head = _HEAD.match(text)
     if head is None:
         raise ValueError("not an HLO instruction line ('%name = shape opcode(...)')")
     try:
-        shape, pos = r._shape_at(text, head.end())
+        _, pos = r._shape_at(text, head.end())
     except ValueError as e:
         raise ValueError(f"no result shape: {e}") from None
     om = _OPCODE.match(text, pos)
@@ -570,46 +644,34 @@ def parse_line(long_name: str, *, tiles: bool = True) -> ParsedLine:
     if close < 0:
         raise ValueError("unbalanced operand list (the line may be truncated)")
     opcode = om.group(1)
-    rest = text[close + 1:]
-    params = []
-    shapes: list[Any] = []
-    seen: dict[str, str] = {}
-    if opcode not in ("parameter", "constant", "iota", "partition-id", "replica-id", "after-all", "rng-get-and-update-state"):
+    params: list[str] = []
+    shapes: list[Shape] = []
+    seen: set[str] = set()
+    if opcode not in _NO_OPERANDS:
         for k, piece in enumerate(_split_top(text[open_pos + 1:close])):
-            piece = r.strip_comments(piece).strip() if "/" in piece else piece
-            if " " not in piece.strip():
-                shapes.append(None)
-                continue
             try:
                 oshape, opos = r._shape_at(piece, 0)
             except ValueError:
                 raise ValueError(f"operand {k} ({piece[:40]!r}) has no printed shape") from None
-            oname = piece[opos:].strip().lstrip("%")
-            if not oname or " " in oname:
+            oname = piece[opos:].strip()
+            if not oname.startswith("%") or any(c in oname for c in " \t\n"):
                 raise ValueError(f"operand {k} ({piece[:40]!r}) is not 'shape %name'")
-            shape_text = piece[:opos].strip()
             if oname not in seen:
-                seen[oname] = shape_text
-                params.append(f"  %{oname} = {shape_text} parameter({len(params)})\n")
+                seen.add(oname)
+                params.append(f"  {oname} = {piece[:opos].strip()} parameter({len(params)})\n")
             shapes.append(oshape)
     callees: list[str] = []
-    for value in _CALLEE.findall(rest):
-        names = r.name_list(value) if value.startswith("{") else (r.name_value(value),)
-        for n in names:
-            if n not in callees and n not in seen:
+    for value in _CALLEE.findall(text, close):
+        for n in (r.name_list(value) if value.startswith("{") else (r.name_value(value),)):
+            if n not in callees and "%" + n not in seen:
                 callees.append(n)
-    line = text[head.start(1) - (1 if text[head.start(1) - 1:head.start(1)] == "%" else 0):]
-    if line.startswith("ROOT"):
-        line = line[4:].lstrip()
-    src = "HloModule line\n\n" + "".join(_stub(c) for c in callees) + \
-        "\nENTRY %line.entry {\n" + "".join(params) + "  ROOT " + line + "\n}\n"
+    src = ("HloModule line\n\n" + "".join(_stub(c) for c in callees) + "ENTRY %line.entry {\n" + "".join(params)
+           + "  ROOT " + text[head.start(1) - 1:] + "\n}\n")
     try:
         module = parse_hlo_text(src, source="<long_name>")
     except HloParseError as e:
-        raise ValueError(f"hloscope's HLO parser rejects the line: {e.msg if hasattr(e, 'msg') else e}") from None
-    inst = module.entry.root
-    del shape
-    return ParsedLine(inst, module, tuple(shapes))
+        raise ValueError(f"hloscope's HLO parser rejects the line: {str(e).splitlines()[0]}") from None
+    return ParsedLine(module.entry.root, module, tuple(shapes))
 
 
 @dataclass(frozen=True)
@@ -617,16 +679,18 @@ class LineCost:
     """What hloscope's rules say about one instruction from its line alone.
 
     Attributes:
-        opcode: the instruction's opcode ("" when the line did not parse).
+        opcode: the instruction's opcode (``""`` when the line did not parse).
         flops, transcendentals: None when the line does not determine them (fusion body, called reducer,
             async wrapper, opaque custom call, control flow).
-        bytes_read, bytes_written: HBM bytes at the boundary (hloscope's rule for the opcode), None when the line
-            does not determine them.
-        comm_bytes, comm_kind, group_size: collectives (wire bytes per device; None when N is not printed).
-        applications: for an op applying a called computation (reduce, all-reduce, scatter, map, ...): how
-            many times it applies it; FLOPs are ``applications x cost(callee)``, so 0 applications determine 0.
+        bytes_read, bytes_written: HBM bytes by hloscope's rule for the opcode (a fusion: its boundary); None
+            when the line does not determine them.
+        comm_bytes: wire bytes per device of a collective (None when its group size is not printed), else 0.
+        comm_kind, group_size: collective family and N.
+        applications: for an op applying a called computation (reduce, all-reduce, scatter, map, ...): how many
+            times it applies it. Its FLOPs are ``applications x cost(callee)``; 0 applications determine 0.
+        result_bytes: dense bytes of the result (all tuple leaves), None when the line did not parse.
         flags: the rule's flags.
-        why: a short reason when a value is None.
+        why: why a value is None.
     """
 
     opcode: str = ""
@@ -638,11 +702,13 @@ class LineCost:
     comm_kind: str = ""
     group_size: int = 0
     applications: float | None = None
+    result_bytes: float | None = None
     flags: frozenset[str] = frozenset()
     why: str = ""
 
     @property
     def bytes_accessed(self) -> float | None:
+        """``bytes_read + bytes_written``, or None when either is unknown."""
         if self.bytes_read is None or self.bytes_written is None:
             return None
         return self.bytes_read + self.bytes_written
@@ -655,53 +721,57 @@ _APPLYING = frozenset({"reduce", "reduce-window", "select-and-scatter", "scatter
                        "all-reduce-start", "reduce-scatter"})
 
 
-@lru_cache(maxsize=16384)
 def line_cost_detail(long_name: str, *, padded: bool = True) -> LineCost:
-    """Cost one HLO instruction line with hloscope's rules (``hloscope.cost.RULES``), as far as the line
+    """Cost one HLO instruction line with hloscope's rules (``hloscope.cost.RULES``), as far as the line alone
     determines it.
 
-    Determined: every unfused op whose rule needs only operand and result shapes and printed attributes --
-    elementwise (1 FLOP or transcendental per output element), dot / convolution (``dot_flops`` /
-    ``valid_taps``), data movement (slice reads only the slice, dynamic-update-slice is in place, ...),
-    collectives with printed replica groups, sort, custom calls hloscope knows. Bytes of a fusion are its
-    boundary: operands read plus result written.
+    Determined: every unfused op whose rule needs only its operand and result shapes and printed attributes:
+    elementwise (1 FLOP or transcendental per output element), dot and convolution (``dot_flops``,
+    ``valid_taps``), data movement (slice reads only the slice, dynamic-update-slice is in place, copy-start
+    reads and writes one buffer, copy-done is free), collectives with printed replica groups, sort, custom
+    calls hloscope knows. A fusion's bytes: its boundary, every operand read whole plus the result (an upper
+    bound when the body slices or gathers an operand; see ``docs/chrome_trace.md``).
 
-    Not determined (None): a fusion's FLOPs (they are its body's), control flow and async wrappers (their
-    callee), the FLOPs of an op applying a called computation (reduce, all-reduce, scatter, ...) unless it
-    applies it 0 times, an opaque custom call's FLOPs, wire bytes of a collective with ``replica_groups={}``.
+    Not determined (None): a fusion's FLOPs (its body's), control flow and async wrappers (their callee's
+    cost), the FLOPs of an op applying a called computation (reduce, all-reduce, scatter, ...) unless it
+    applies it 0 times, an opaque custom call's FLOPs, the wire bytes of a collective with
+    ``replica_groups={}``, and everything of a line without operand shapes.
 
     Args:
-        long_name: the instruction's line, operand shapes printed.
-        padded: charge TPU tile-padded sizes (``Shape.padded_size_bytes``, hloscope's convention, what XLA's
-            compile-time TPU cost analysis does); False charges dense sizes (what libtpu's profiler reports).
+        long_name: the instruction's line, operand shapes printed (``/*index=N*/`` comments are ignored).
+        padded: charge TPU tile-padded sizes (``Shape.padded_size_bytes``: hloscope's convention and what
+            XLA's compile-time TPU cost analysis does); False charges dense sizes (what libtpu's profiler
+            reports per op).
     """
+    canon, _ = canonical_line(long_name)
+    return _line_cost(canon, padded)
+
+
+@lru_cache(maxsize=8192)
+def _line_cost(canon: str, padded: bool) -> LineCost:
     try:
-        parsed = parse_line(long_name, tiles=padded)
+        parsed = _parse(canon, padded)
     except ValueError as e:
         return LineCost(why=f"unparsed: {e}")
     inst = parsed.instruction
     opcode = inst.opcode
-    if any(s is None for s in parsed.operand_shapes):
-        return LineCost(opcode, why="operand shapes not printed")
+    result_bytes = inst.shape.size_bytes
     if opcode in _BODY_OPCODES or (opcode.endswith(("-start", "-update", "-done"))
                                    and "calls" in inst.called_computations):
         if opcode == "fusion":
-            out = inst.shape.padded_size_bytes
-            read = sum(s.padded_size_bytes for s in parsed.operand_shapes if s is not None)
-            return LineCost(opcode, None, None, read, out, why="fusion: FLOPs are the body's")
-        return LineCost(opcode, why=f"{opcode}: the cost is the called computation's")
+            read = sum(s.padded_size_bytes for s in parsed.operand_shapes)
+            return LineCost(opcode, None, None, read, inst.shape.padded_size_bytes, result_bytes=result_bytes,
+                            flags=frozenset({"fusion-boundary"}), why="fusion: FLOPs are the body's")
+        return LineCost(opcode, result_bytes=result_bytes, why=f"{opcode}: the cost is the called computation's")
     cost = _rule_cost(parsed)
     if cost is None:
-        return LineCost(opcode, why=f"no hloscope rule for {opcode!r}")
+        return LineCost(opcode, result_bytes=result_bytes, why=f"no hloscope rule for {opcode!r}")
     flops: float | None = cost.flops
     transcendentals: float | None = cost.transcendentals
     applications = None
     why = ""
     if opcode in _APPLYING:
-        # The stub reducer costs exactly 1 FLOP, so the rule's FLOPs are the number of applications.
-        applications = cost.flops
-        if opcode in ("all-reduce", "all-reduce-start", "reduce-scatter"):
-            pass
+        applications = cost.flops  # the stub callee costs exactly 1 FLOP per application
         if applications:
             flops = transcendentals = None
             why = f"{opcode}: FLOPs are applications x the called computation's"
@@ -717,23 +787,20 @@ def line_cost_detail(long_name: str, *, padded: bool = True) -> LineCost:
             comm = None
             why = why or "collective without printed replica groups"
     return LineCost(opcode, flops, transcendentals, cost.bytes_read, cost.bytes_written, comm, cost.comm_kind,
-                    cost.group_size, applications, cost.flags, why)
+                    cost.group_size, applications, result_bytes, cost.flags, why)
 
 
 def _rule_cost(parsed: ParsedLine) -> OpCost | None:
     from hloscope.cost import RULES
-    from hloscope.cost._types import CostContext
     from hloscope.cost.module import module_cost
 
     inst = parsed.instruction
     if RULES.get(inst.opcode) is None:
         return None
-    mc = module_cost(parsed.module)
-    for row in mc.rows:
+    for row in module_cost(parsed.module).rows:
         if row.instruction is inst:
             return row.cost
-    ctx = CostContext(parsed.module, parsed.module.entry, lambda name: module_cost(parsed.module).rows[0].cost)
-    return RULES[inst.opcode](inst, ctx)  # pragma: no cover - the root is always a row
+    return None  # pragma: no cover - the root is always a row of its entry computation
 
 
 def line_cost(long_name: str, *, padded: bool = True) -> tuple[float | None, float | None]:
@@ -741,3 +808,233 @@ def line_cost(long_name: str, *, padded: bool = True) -> tuple[float | None, flo
     does not determine the value (see :func:`line_cost_detail`; a fusion's FLOPs need its body)."""
     c = line_cost_detail(long_name, padded=padded)
     return c.flops, c.bytes_accessed
+
+
+# --------------------------------------------------------------------------------------------------------
+# A trace as the report's input
+
+
+@dataclass
+class TraceCosts:
+    """What ``report.table.ops_frame`` and ``modules_frame`` need to report a Chrome trace.
+
+    Attributes:
+        costs: one ``ModuleCost`` per HLO module that ran; its ``module`` is synthesized from the op lines (one
+            computation ``trace`` holding every traced instruction and a parameter per operand that is not
+            itself traced, plus a stub per called computation); its rows are one per traced instruction, cost
+            per execution, ``count`` = executions per module run and device.
+        measured: (module, instruction) -> (measured self seconds per module run and device, executions per run
+            and device).
+        step_s: module -> measured busy seconds per run and device (the sum of its ops' ``measured``).
+        coverage: the report's coverage dict (``docs/report.md``) plus ``line_costed_time_fraction`` (share of
+            measured op time whose FLOPs and bytes both came from hloscope's rules) and ``module_runs``.
+        notes: caveats in words.
+        platform: ``"tpu"`` or ``"gpu"`` (from the device process names), for chip resolution.
+    """
+
+    costs: list[ModuleCost]
+    measured: dict[tuple[str, str], tuple[float, float]]
+    step_s: dict[str, float]
+    coverage: dict[str, Any]
+    notes: list[str] = field(default_factory=list)
+    platform: str = "tpu"
+
+
+class _TraceDecoder:
+    """``AttributeDecoder`` for an instruction rebuilt from a canonical parse: the canonical instruction's
+    attributes with the trace's framework op name and source as metadata."""
+
+    __slots__ = ("base", "metadata")
+
+    def __init__(self, base: HloInstruction, metadata: Any) -> None:
+        self.base = base
+        self.metadata = metadata
+
+    def decode(self, inst: HloInstruction) -> Any:
+        from hloscope.hlo import DecodedAttributes
+
+        b = self.base
+        return DecodedAttributes(b.attributes, self.metadata, b.backend_config_text, b.frontend_attributes,
+                                 b.sharding)
+
+
+def _metadata(tf_op: str, source: str) -> Any:
+    from hloscope.hlo import Metadata
+
+    if not tf_op and not source:
+        return None
+    file, _, line = source.rpartition(":")
+    if not file or not line.isdigit():
+        file, line = source, "0"
+    return Metadata("", tf_op, file, int(line), 0, "")
+
+
+def _rebuilt(long_name: str, name: str, tf_op: str, source: str
+             ) -> tuple[HloInstruction, tuple[Shape, ...], tuple[str, ...]] | None:
+    """The instruction of ``long_name`` named ``name`` (the trace event's op name), its other names as printed
+    (built on the cached canonical parse), its operand shapes and operand names; None when the line does not
+    parse."""
+    from hloscope.hlo import HloInstruction
+
+    canon, names = canonical_line(long_name)
+    try:
+        parsed = _parse(canon, True)
+    except ValueError:
+        return None
+    base = parsed.instruction
+    real = dict(zip((f"n{i}" for i in range(len(names))), names))
+    operands = tuple(real.get(o, o) for o in base.operands)
+    called = {role: tuple(real.get(c, c) for c in callees) for role, callees in base.called_computations.items()}
+    inst = HloInstruction(name, base.opcode, base.shape, operands, called,
+                          attribute_text="(trace)", decoder=_TraceDecoder(base, _metadata(tf_op, source)))
+    return inst, parsed.operand_shapes, operands
+
+
+def _stub_computation(name: str, conv_operands: list[tuple[str, Shape]] | None, out: Shape) -> Any:
+    """A called computation the trace does not print. A fusion libtpu calls a ``convolution fusion`` gets one
+    ``convolution`` of its first two operands, so that the table calls it ``matmul`` and scores it at their
+    dtype; any other gets a scalar parameter."""
+    from hloscope.hlo import HloComputation, HloInstruction, Shape
+
+    if conv_operands and len(conv_operands) >= 2:
+        params = tuple(HloInstruction(f"{name}.p{i}", "parameter", s, parameter_number=i)
+                       for i, (_, s) in enumerate(conv_operands[:2]))
+        root = HloInstruction(f"{name}.convolution", "convolution", out, (params[0].name, params[1].name),
+                              is_root=True)
+        return HloComputation(name, params + (root,), root.name)
+    p = HloInstruction(f"{name}.p0", "parameter", Shape("f32", ()), is_root=True, parameter_number=0)
+    return HloComputation(name, (p,), p.name)
+
+
+def _op_cost(lc: LineCost, model_flops: float, libtpu_bytes: float, dense_boundary: float | None) -> OpCost:
+    """Per-execution cost of one traced op: hloscope's rules where the line determines a value, else libtpu's
+    number (flag ``costed-by-libtpu``). A fusion keeps its line boundary only when libtpu's body-aware count
+    equals the dense boundary (every operand read whole); else libtpu's bytes (the body slices or gathers)."""
+    from hloscope.cost._types import OpCost
+
+    flags = set(lc.flags) - {"fusion-boundary"}
+    flops = lc.flops
+    trans = lc.transcendentals
+    if flops is None:
+        if math.isnan(model_flops):
+            flops = 0.0
+            flags.add("unknown-flops")
+        else:
+            flops = model_flops
+            flags.add(LIBTPU_FLAG)
+    read, written = lc.bytes_read, lc.bytes_written
+    use_line = read is not None and written is not None
+    if use_line and lc.opcode == "fusion":
+        use_line = (dense_boundary is not None and not math.isnan(libtpu_bytes)
+                    and abs(dense_boundary - libtpu_bytes) <= 1e-6 * max(libtpu_bytes, 1.0))
+    if not use_line:
+        if math.isnan(libtpu_bytes):
+            read, written = (read or 0.0), (written or 0.0)
+            flags.add("unknown-bytes")
+        else:
+            out = lc.result_bytes if lc.result_bytes is not None else 0.0
+            written = min(out, libtpu_bytes)
+            read = libtpu_bytes - written
+            flags.add(LIBTPU_FLAG)
+    comm = lc.comm_bytes
+    if comm is None:
+        comm = 0.0
+        flags.add("unknown-group-size")
+    return OpCost(float(flops), float(trans or 0.0), float(read), float(written), float(comm), lc.comm_kind,
+                  lc.group_size, frozenset(flags))
+
+
+def trace_costs(trace: ChromeTrace) -> TraceCosts:
+    """Turn a Chrome trace into the report's inputs: per module, one row per traced HLO instruction with its
+    cost per execution (:func:`line_cost_detail`, else libtpu's numbers, flagged ``costed-by-libtpu``),
+    executions per module run and device, and measured self time per run and device.
+
+    A module run is one event of the device's ``XLA Modules`` thread; numbers are per run and device (a module
+    that ran 3 times on each of 2 devices divides its ops' time by 6). Ops outside any module run form the
+    module ``NO_MODULE`` (``"(no module)"``) with one run per device. Ops whose line does not parse are measured but not costed: the table
+    lists them as ``unjoined``.
+    """
+    from hloscope.cost.module import CostRow, ModuleCost, summed
+    from hloscope.hlo import HloComputation, HloInstruction, HloModule
+
+    ops = trace.ops
+    notes: list[str] = []
+    runs = trace.modules.groupby("hlo_module").size().to_dict() if len(trace.modules) else {}
+    n_devices = max(int(ops["device"].nunique()), 1)
+    costs: list[ModuleCost] = []
+    measured: dict[tuple[str, str], tuple[float, float]] = {}
+    step_s: dict[str, float] = {}
+    total_s = line_s = joined_s = 0.0
+    unjoined = 0
+    grouped = ops.groupby(["hlo_module", "name"], sort=False)
+    agg = grouped.agg(self_us=("self_us", "sum"), n=("self_us", "size"), long_name=("long_name", "first"),
+                      model_flops=("model_flops", "first"), bytes_accessed=("bytes_accessed", "first"),
+                      category=("category", "first"), tf_op=("tf_op", "first"), source=("source", "first"))
+    for raw_name, frame in agg.groupby(level=0, sort=True):
+        n_runs = runs.get(raw_name) or n_devices
+        module_name = raw_name or NO_MODULE
+        if raw_name not in runs:
+            notes.append(f"module {module_name!r}: no XLA Modules events; assumed one run per device")
+        rows: list[CostRow] = []
+        instructions: dict[str, HloInstruction] = {}
+        operand_shapes: dict[str, Shape] = {}
+        stubs: dict[str, Any] = {}
+        busy = 0.0
+        for (_, op_name), r in frame.iterrows():
+            sec = r["self_us"] / 1e6 / n_runs
+            occ = r["n"] / n_runs
+            busy += sec
+            measured[(module_name, op_name)] = (sec, occ)
+            total_s += sec
+            built = _rebuilt(r["long_name"], op_name, r["tf_op"], r["source"]) if r["long_name"] else None
+            if built is None:
+                unjoined += 1
+                continue
+            joined_s += sec
+            inst, shapes, operand_names = built
+            lc = line_cost_detail(r["long_name"])
+            dense = None
+            if lc.opcode == "fusion":
+                dense = sum(s.size_bytes for s in shapes) + inst.shape.size_bytes
+            cost = _op_cost(lc, float(r["model_flops"]), float(r["bytes_accessed"]), dense)
+            if LIBTPU_FLAG not in cost.flags:
+                line_s += sec
+            instructions[op_name] = inst
+            for o, s in zip(operand_names, shapes):
+                operand_shapes.setdefault(o, s)
+            conv = "convolution" in str(r["category"])
+            for role, callees in inst.called_computations.items():
+                for c in callees:
+                    if c not in stubs or (conv and role == "calls"):
+                        pairs = list(zip(operand_names, shapes)) if conv and role == "calls" else None
+                        stubs[c] = _stub_computation(c, pairs, inst.shape)
+            rows.append(CostRow("trace", inst, cost, occ))
+        step_s[module_name] = busy
+        params = tuple(HloInstruction(o, "parameter", s, parameter_number=i)
+                       for i, (o, s) in enumerate((o, s) for o, s in operand_shapes.items() if o not in instructions))
+        body = params + tuple(instructions.values())
+        entry = HloComputation("trace", body, body[-1].name if body else "", is_entry=True)
+        computations = tuple(v for k, v in stubs.items() if k != "trace") + (entry,)
+        module = HloModule(module_name, computations, "trace", source=trace.path)
+        total = summed(rows)
+        costs.append(ModuleCost(module, rows, total.flops, total.transcendentals, total.bytes_read,
+                                total.bytes_written, total.comm_bytes, total.flags))
+    steps = trace.steps
+    n_steps = int(steps["step_num"].nunique()) if len(steps) and steps["step_num"].notna().any() else 0
+    if n_steps:
+        notes.append(f"{n_steps} step markers in the trace; numbers are per module run")
+    notes.append("costs from each op's HLO line (hloscope's rules, tile-padded bytes); where the line alone does "
+                 "not determine a value (fusion FLOPs, async wrappers, sliced fusion operands) libtpu's own "
+                 "number is used, flagged costed-by-libtpu (dense bytes)")
+    coverage = {
+        "joined_time_fraction": joined_s / total_s if total_s else 0.0,
+        "line_costed_time_fraction": line_s / total_s if total_s else 0.0,
+        "steps": n_steps,
+        "module_runs": {k: int(v) for k, v in runs.items()},
+        "devices": n_devices,
+        "files": [trace.path],
+        "unjoined_ops": unjoined,
+        "modules_without_hlo": [],
+    }
+    platform = "tpu" if any("TPU" in d for d in trace.devices) else "gpu"
+    return TraceCosts(costs, measured, step_s, coverage, notes, platform)

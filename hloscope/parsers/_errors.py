@@ -13,9 +13,11 @@ class HloParseError(ValueError):
         pos: character offset of the problem in ``doc`` (``len(doc)`` at end of input).
         lineno, colno: 1-based line and column of ``pos``.
         computation, instruction: names of the enclosing computation and instruction, when known.
+        byte_offset: for input that is not text at all (not UTF-8), the offset of the first bad byte; else None.
 
     The message reads ``<source>:<line>:<col>: <msg> (in computation X, instruction Y)`` followed by the
-    offending line and a caret under the position, as compilers print it.
+    offending line and a caret under the position, as compilers print it; at the end of the text,
+    ``<source>: <msg> (at end of document, line N)``; for bytes that are not text, ``<source>: byte N: <msg>``.
     """
 
     def __init__(
@@ -27,6 +29,7 @@ class HloParseError(ValueError):
         source: str = "<string>",
         computation: str = "",
         instruction: str = "",
+        byte_offset: int | None = None,
     ) -> None:
         pos = max(0, min(pos, len(doc)))
         self.msg = msg
@@ -35,12 +38,15 @@ class HloParseError(ValueError):
         self.source = source
         self.computation = computation
         self.instruction = instruction
+        self.byte_offset = byte_offset
         self.lineno = doc.count("\n", 0, pos) + 1
         line_start = doc.rfind("\n", 0, pos) + 1
         self.colno = pos - line_start + 1
         super().__init__(self._format(line_start))
 
     def _format(self, line_start: int) -> str:
+        if self.byte_offset is not None:
+            return f"{self.source}: byte {self.byte_offset}: {self.msg}"
         where = [f"computation {self.computation!r}"] if self.computation else []
         if self.instruction:
             where.append(f"instruction {self.instruction!r}")

@@ -55,8 +55,13 @@ ATTRIBUTE_SPLIT: Final = re.compile(r",[ \t]*([A-Za-z_][\w.\-]*)=")
 #: Computation header: ``[ENTRY] %name`` then an optional signature ``(...) -> shape`` and ``{``.
 COMPUTATION_HEAD: Final = re.compile(r"[ \t]*(ENTRY[ \t]+)?%?([^\s({=%]+)[ \t]*")
 
-#: One ``"..."`` string with backslash escapes.
+#: One ``"..."`` string with backslash escapes. It may span lines (XLA's test inputs put multi-line configs in
+#: ``backend_config="..."``); see ``INSTRUCTION_IN_STRING``.
 STRING: Final = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+
+#: A line inside a string that reads like an instruction: the string was left open, and its closing quote is
+#: really the opening quote of a later string.
+INSTRUCTION_IN_STRING: Final = re.compile(r"\n[ \t]*(?:ROOT[ \t]+)?%?[\w.\-]+[ \t]*=[ \t]*(?:\(|[a-z][a-z0-9]*\[)")
 
 #: Characters the value scanner stops at.
 VALUE_STOP: Final = re.compile(r'[,\n{}\[\]()"/]')
@@ -85,7 +90,10 @@ def unquote(text: str) -> str:
     body = text[1:-1]
     if "\\" not in body:
         return body
-    return body.encode("latin-1", "backslashreplace").decode("unicode_escape")
+    try:
+        return body.encode("latin-1", "backslashreplace").decode("unicode_escape")
+    except UnicodeDecodeError:  # a malformed escape (`\x` without digits): keep the text as printed
+        return body
 
 
 # --------------------------------------------------------------------------------------------------
@@ -172,7 +180,13 @@ def parse_shape(text: str) -> Shape:
     return shape
 
 
-def _shape_at(text: str, pos: int) -> tuple[Shape, int]:
+#: Deepest tuple nesting read (real shapes nest a few levels; this bounds the recursion on hostile input).
+MAX_NESTING: Final = 100
+
+
+def _shape_at(text: str, pos: int, depth: int = 0) -> tuple[Shape, int]:
+    if depth > MAX_NESTING:
+        raise ValueError(f"tuple shape nested deeper than {MAX_NESTING} levels")
     while pos < len(text) and text[pos] in " \t\n":
         pos += 1
     if text.startswith("(", pos):
@@ -183,7 +197,7 @@ def _shape_at(text: str, pos: int) -> tuple[Shape, int]:
                 pos += 1
             if text.startswith(")", pos):
                 return Shape("tuple", tuple_shapes=tuple(elements)), pos + 1
-            element, pos = _shape_at(text, pos)
+            element, pos = _shape_at(text, pos, depth + 1)
             elements.append(element)
             while pos < len(text) and text[pos] in " \t\n":
                 pos += 1
@@ -192,7 +206,7 @@ def _shape_at(text: str, pos: int) -> tuple[Shape, int]:
             elif not text.startswith(")", pos):
                 raise ValueError("expected ',' or ')' in tuple shape")
     if text.startswith("b(", pos):
-        inner, pos = _shape_at(text, pos + 2)
+        inner, pos = _shape_at(text, pos + 2, depth + 1)
         while pos < len(text) and text[pos] in " \t\n":
             pos += 1
         if not text.startswith(")", pos):

@@ -15,6 +15,8 @@ Every failure is an ``HloParseError`` naming the source, line, column, computati
 from __future__ import annotations
 
 import re
+from itertools import chain
+from operator import attrgetter
 from typing import Any
 
 from hloscope.hlo import (
@@ -42,6 +44,9 @@ _SHAPE_PRESERVING = frozenset(
 )
 _NO_CALLS: dict[str, tuple[str, ...]] = {}
 _SIGIL_FINDALL = r.SIGIL_NAME.findall
+_NAME = attrgetter("name")
+_OPERANDS = attrgetter("operands")
+_CALLED_COMPUTATIONS = attrgetter("called_computations")
 _CALL_KEYS = sorted(set(CALLED_COMPUTATION_ROLES) | LIST_CALL_KEYS, key=lambda k: (-len(k), k))
 #: Cheap test for an attribute naming a called computation, then the exact pattern.
 _CALL_KEY_HINT = re.compile(r"(?:%s)=" % "|".join(map(re.escape, _CALL_KEYS)))
@@ -50,6 +55,15 @@ _TABLE_NAMES = frozenset({"FileNames", "FunctionNames", "FileLocations", "StackF
 _TABLE_ROW = re.compile(r"[ \t]*(\d+)[ \t]+([^\n]*?)[ \t\r]*$", re.MULTILINE)
 #: ``INSTRUCTION_FAST`` anchored to end at a line end (the match covers exactly one line).
 _INSTRUCTION_LINE = re.compile(r.INSTRUCTION_FAST.pattern + r"(?=\n|\Z)", re.VERBOSE)
+#: One whole line holding one instruction, its line break included, for ``findall`` over a body (``_block``):
+#: root marker, name sigil (``%`` or empty), name, shape, opcode, operands, attributes (from their ``,``, or empty).
+_BLOCK_LINE = re.compile(
+    r"^[ \t]*(ROOT[ \t]+)?(%?)([^\s=%]+)[ \t]*=[ \t]*([a-z][a-z0-9]*\[[^\]\n]*\](?:\{[^}\n]*\})?)[ \t]+"
+    r"([a-z][a-z0-9\-_]*)\(([^()\n]*)\)(,[^\n]*|)\n",
+    re.MULTILINE,
+)
+#: Last characters of an attribute list that continues on the next line.
+_CONTINUES = frozenset(",= \t\r")
 _MODULE_HEADER = re.compile(r"\s*HloModule[ \t]+([^\s,]+)")
 _MODULE_SEPARATOR = re.compile(r"^//[ \t]*-----[^\n]*$", re.MULTILINE)
 _ATTRIBUTE_KEY = re.compile(r",\s*([A-Za-z_][\w.\-]*)\s*=")
@@ -65,6 +79,8 @@ _SKIP = re.compile(r"(?:\s+|/\*.*?\*/|//[^\n]*)*", re.DOTALL)
 _MODULE_KEYWORD = re.compile(r"HloModule\s")
 _AFTER_ENTRY = frozenset(" \t\r\n%/")
 _COMPUTATION_NAME = re.compile(r"%?([^\s(){}=%,/\"]+)")
+#: The start of a one-line computation header, up to its parameter list (``_computation_header``).
+_HEADER_LINE = re.compile(r"(ENTRY[ \t]+)?%?([^\s(){}=%,/\"]+)[ \t]*\(")
 
 
 def parse_hlo_text(text: str, source: str = "<string>") -> HloModule:
@@ -92,7 +108,7 @@ def split_modules(text: str) -> list[str]:
 
 class _Parser:
     __slots__ = ("src", "source", "shapes", "metadata", "unknown_opcodes", "frames", "computation", "inline",
-                 "line_starts", "done", "pending", "anon")
+                 "line_starts", "done", "pending", "anon", "infer_for", "infer_index", "inline_depth")
 
     def __init__(self, src: str, source: str) -> None:
         self.src = src
@@ -109,6 +125,9 @@ class _Parser:
         #: Instructions written in place inside an operand list, waiting to join the computation.
         self.pending: list[HloInstruction] = []
         self.anon: dict[str, int] = {}
+        self.infer_for: list[HloInstruction] | None = None
+        self.infer_index: dict[str, HloInstruction] = {}
+        self.inline_depth = 0
 
     # -- errors ------------------------------------------------------------------------------------
 
@@ -203,6 +222,11 @@ class _Parser:
         anywhere, as XLA's lexer skips them); return the name, whether it is the entry, and the position after
         the ``{``."""
         src = self.src
+        eol = src.find("\n", pos)
+        if eol > pos and src.startswith(" {", eol - 2):  # as XLA prints it: `[ENTRY ]%name (...) -> shape {`
+            m = _HEADER_LINE.match(src, pos)
+            if m is not None and src.find(") -> ", m.end(), eol) >= 0:
+                return m.group(2), m.group(1) is not None, eol
         n = len(src)
         skip = _SKIP.match
         start = pos
@@ -251,6 +275,13 @@ class _Parser:
         instructions: list[HloInstruction] = []
         append = instructions.append
         root = ""
+        if src.startswith("\n", pos):
+            pos, lineno = pos + 1, lineno + 1
+        params: list[HloInstruction] | None = None
+        if pos == 0 or src[pos - 1] == "\n":
+            block = self._block(pos, lineno, instructions)
+            if block is not None:
+                pos, lineno, root, params = block
         last_start = pos
         fast = _INSTRUCTION_LINE.match
         shapes = self.shapes
@@ -287,7 +318,7 @@ class _Parser:
                 if inst is not None:
                     if inst.is_root:
                         if root:
-                            raise self.error(f"second ROOT {inst.name!r}; {root!r} is already the root", pos,
+                            raise self.error(f"second ROOT {inst.name!r}; {root!r} is already the root", m.start(1),
                                              inst.name)
                         root = inst.name
                     append(inst)
@@ -295,6 +326,7 @@ class _Parser:
                     pos, lineno = m.end() + 1, lineno + 1
                     continue
             if pos >= n:
+                self.computation = ""  # the message names it
                 raise self.error(f"computation {comp_name!r} is not closed with '}}' (truncated file?)", n)
             eol = src.find("\n", pos)
             if eol < 0:
@@ -335,7 +367,8 @@ class _Parser:
                 inst = self._infer_shape(inst, instructions, pos)
             if inst.is_root:
                 if root:
-                    raise self.error(f"second ROOT {inst.name!r}; {root!r} is already the root", pos, inst.name)
+                    raise self.error(f"second ROOT {inst.name!r}; {root!r} is already the root",
+                                     self._locate(inst.line, "ROOT"), inst.name)
                 root = inst.name
             append(inst)
             last_start = pos
@@ -345,11 +378,98 @@ class _Parser:
             raise self.error(f"computation {comp_name!r} has no instructions", header_pos)
         if not root:
             root = instructions[-1].name  # XLA's parser takes the last instruction as the root.
-        params = sorted((inst.parameter_number, inst.shape) for inst in instructions if inst.opcode == "parameter")
-        comp = HloComputation(comp_name, tuple(instructions), root, is_entry,
-                              tuple(sh for _, sh in params), start_line)
+        if params is None:  # (else the block read the whole body, and its parameters)
+            params = [inst for inst in instructions if inst.opcode == "parameter"]
+        if len(params) > 1:
+            params.sort(key=_parameter_number)
+        comp = HloComputation(comp_name, tuple(instructions), root, is_entry, tuple(p.shape for p in params),
+                              start_line)
         self.computation = outer
         return comp, pos, lineno
+
+    def _block(self, pos: int, lineno: int, instructions: list[HloInstruction]
+               ) -> tuple[int, int, str, list[HloInstruction]] | None:
+        """The fast path for a whole body: when every line from ``pos`` (a line start) to the first ``}`` at the
+        start of a line is a complete one-line instruction -- as in every computation XLA prints -- read them all
+        with one ``findall`` and append them to ``instructions``. Returns the position of that ``}`` line, its line
+        number, the root's name and the parameters; None (nothing appended) when any line needs the line-by-line
+        loop, which then reads the body from ``pos`` again (and reports any error with its position)."""
+        src = self.src
+        end = src.find("\n}", pos - 1)
+        if end < pos:
+            return None
+        stop = end + 1
+        if src.count("{", pos, stop) != src.count("}", pos, stop) or src.count('"', pos, stop) & 1:
+            return None  # a value continues over lines (per line this is costlier to check; see below)
+        matches = _BLOCK_LINE.findall(src, pos, stop)
+        if len(matches) != src.count("\n", pos, stop):
+            return None  # a line that is not a one-line instruction (comment, blank, continuation, ...)
+        shapes = self.shapes
+        known = KNOWN_OPCODES
+        findall = _SIGIL_FINDALL
+        new = HloInstruction
+        operand_list = _operand_list
+        continues = _CONTINUES
+        no_calls = _NO_CALLS
+        out: list[HloInstruction] = []
+        append = out.append
+        params: list[HloInstruction] = []
+        root = ""
+        ln = lineno
+        # Every line is balanced as a whole; a line ending in `,`/`=` continues, and ` = ` in the attributes means
+        # a second instruction on the line: both go to the line-by-line loop. (A line with unbalanced braces
+        # balanced by another line of the same body would be missed; XLA never prints one.)
+        for is_root, sigil, name, shape_text, opcode, operand_text, rest in matches:
+            called = no_calls
+            if rest:
+                if rest[-1] in continues or " = " in rest:
+                    return None
+                if ("%" in rest and ("=%" in rest or "={%" in rest)) if sigil else _CALL_KEY_HINT.search(rest):
+                    called = self._called(rest, ln)
+                    if called is None:
+                        return None
+            shape = shapes.get(shape_text)
+            if shape is None:
+                try:
+                    shape = shapes[shape_text] = r.parse_shape(shape_text)
+                except ValueError:
+                    return None
+            if opcode in known:
+                if operand_text[:1] == "%":
+                    if "/" in operand_text:
+                        operands = tuple(findall(operand_text))
+                        if len(operands) != operand_text.count(", ") + 1:
+                            operands = operand_list(operand_text)
+                    else:
+                        operands = tuple(operand_text[1:].split(", %"))
+                        if len(operands) != operand_text.count(",") + 1:  # a comma left inside an operand:
+                            operands = operand_list(operand_text)  # `%a,%b`, `%a, b`, operand shapes
+                    inst = new(name, opcode, shape, operands, called, is_root != "", ln, "", -1, rest, self)
+                elif opcode == "parameter":
+                    try:
+                        number = int(operand_text)
+                    except ValueError:
+                        return None
+                    inst = new(name, opcode, shape, (), called, is_root != "", ln, "", number, rest, self)
+                    params.append(inst)
+                elif opcode == "constant":
+                    inst = new(name, opcode, shape, (), called, is_root != "", ln, operand_text, -1, rest, self)
+                else:
+                    inst = new(name, opcode, shape, operand_list(operand_text) if operand_text else (), called,
+                               is_root != "", ln, "", -1, rest, self)
+            else:
+                if opcode not in ASYNC_FORMS:
+                    self.unknown_opcodes.add(opcode)
+                inst = new(name, opcode, shape, operand_list(operand_text) if operand_text else (), called,
+                           is_root != "", ln, "", -1, rest, self)
+            if is_root:
+                if root:
+                    return None
+                root = name
+            append(inst)
+            ln += 1
+        instructions.extend(out)
+        return stop, ln, root, params
 
     def _infer_shape(self, inst: HloInstruction, before: list[HloInstruction], pos: int) -> HloInstruction:
         """Shape of an instruction printed without one, which XLA's parser infers (``ShapeInference``).
@@ -359,7 +479,12 @@ class _Parser:
         ``concatenate``, ``dot``, ``convolution``, ``reduce``, ``reduce-window`` and ``sort``; the result has no
         layout. Any other opcode without a shape is an error.
         """
-        by_name = {i.name: i for i in before}
+        if self.infer_for is not before:  # an index of the instructions so far, kept up to date
+            self.infer_for, self.infer_index = before, {}
+        by_name = self.infer_index
+        if len(by_name) < len(before):
+            for i in before[len(by_name):]:
+                by_name[i.name] = i
         shapes = []
         for operand in inst.operands:
             found = by_name.get(operand)
@@ -476,12 +601,14 @@ class _Parser:
         return self._build(name, opcode, shape, operand_text, pairs, root is not None, lineno, m.start(2),
                            operands), end
 
-    def _nested_operands(self, start: int, end: int, lineno: int) -> tuple[str, ...]:
+    def _nested_operands(self, start: int, end: int, lineno: int, depth: int = 0) -> tuple[str, ...]:
         """Operands of an operand list that holds instructions written in place (``add(f32[10] parameter(0),
         multiply(a, b))``, which XLA's parser accepts): each such instruction is read, named ``<opcode>.anon``
         (``.1``, ``.2``, ... when taken, as XLA names them) and queued in ``pending`` to join the computation
         before the instruction that uses it."""
         src = self.src
+        if depth > r.MAX_NESTING:
+            raise self.error(f"instructions written in place nest deeper than {r.MAX_NESTING} levels", start)
         skip = _SKIP.match
         operands: list[str] = []
         for s, e in self._top_level_items(start, end):
@@ -512,7 +639,7 @@ class _Parser:
             text = src[open_paren + 1:close]
             inner = None
             if "(" in text and opcode != "constant" and _NESTED_OPERAND.search(text):
-                inner = self._nested_operands(open_paren + 1, close, lineno)
+                inner = self._nested_operands(open_paren + 1, close, lineno, depth + 1)
             self.pending.append(self._build(name, opcode, shape, text, [], False, lineno, q, inner))
             operands.append(name)
         return tuple(operands)
@@ -605,10 +732,7 @@ class _Parser:
                 pos = nxt
                 continue
             if ch == '"':
-                s = r.STRING.match(src, at)
-                if s is None:
-                    raise self.error("unterminated string", at, name)
-                pos = s.end()
+                pos = self._string_end(at, name)
                 continue
             if ch == "/":
                 nxt = src[at + 1:at + 2]
@@ -638,6 +762,15 @@ class _Parser:
                 return at
             pos = at + 1
 
+    def _string_end(self, at: int, name: str) -> int:
+        """End of the string opening at ``at``; an error when it is never closed, or when, inside an instruction
+        (``name``), the only closing quote lies past a line that reads like an instruction (a quote left open;
+        the module header may hold whole modules in strings: ``origin_recovery_table``)."""
+        s = r.STRING.match(self.src, at)
+        if s is None or (name and "\n" in s.group() and r.INSTRUCTION_IN_STRING.search(self.src, at, s.end())):
+            raise self.error("unterminated string", at, name)
+        return s.end()
+
     def _matching(self, open_pos: int, opener: str, name: str) -> int:
         """Position of the bracket closing the one at ``open_pos`` (strings and nesting skipped)."""
         src = self.src
@@ -651,10 +784,7 @@ class _Parser:
             ch = m.group()
             at = m.start()
             if ch == '"':
-                s = r.STRING.match(src, at)
-                if s is None:
-                    raise self.error("unterminated string", at, name)
-                pos = s.end()
+                pos = self._string_end(at, name)
                 continue
             if ch in r.OPENERS:
                 depth += 1
@@ -700,7 +830,7 @@ class _Parser:
             if key in CALLED_COMPUTATION_ROLES or key in LIST_CALL_KEYS:
                 role = CALLED_COMPUTATION_ROLES.get(key, "calls")
                 if value.startswith("{") and "=" in value:
-                    names: tuple[str, ...] = (self._inline_computation(f"{name}.{key}", value, pos),)
+                    names: tuple[str, ...] = (self._inline_computation(f"{name}.{key}", value, pos, lineno),)
                 else:
                     names = r.name_list(value) if value.startswith("{") else (r.name_value(value),)
                 called[role] = called.get(role, ()) + names
@@ -724,7 +854,13 @@ class _Parser:
                 raise self.error("cannot locate the attribute text of this instruction", pos, inst.name)
             pairs, _ = self._attribute_pairs(start, inst.name)
         pairs = [(k, v) for k, v in pairs if k not in CALLED_COMPUTATION_ROLES and k not in LIST_CALL_KEYS]
-        return self._decoded(pairs, inst.name, pos)
+        try:
+            return self._decoded(pairs, inst.name, pos)
+        except HloParseError as e:
+            # Name the computation in the message (found only now: an instruction does not know its computation).
+            owner = next((c.name for c in self.done.values() if any(i is inst for i in c.instructions)), "")
+            raise HloParseError(e.msg, e.doc, e.pos, source=e.source, computation=owner,
+                                instruction=e.instruction) from None
 
     def _decoded(self, pairs: list[tuple[str, str]], name: str, pos: int) -> DecodedAttributes:
         attributes: dict[str, Any] = {}
@@ -742,8 +878,9 @@ class _Parser:
             elif key == "frontend_attributes":
                 try:
                     frontend = r.frontend_attributes(value)
-                except ValueError as e:
-                    raise self.error(f"bad frontend_attributes: {e}", pos, name) from None
+                except Exception as e:  # noqa: BLE001
+                    at = self.src.find("frontend_attributes=", pos)
+                    raise self.error(f"bad frontend_attributes: {e}", pos if at < 0 else at, name) from None
             elif key == "sharding":
                 sharding = value
             else:
@@ -755,11 +892,12 @@ class _Parser:
                         value = r.strip_comments(value)  # `lhs_contracting_dims={/*k*/1}` (XLA test files)
                     try:
                         attributes[key] = parser(value)
-                    except (ValueError, IndexError) as e:
-                        raise self.error(f"bad value for {key}: {e}", pos, name) from None
+                    except Exception as e:  # noqa: BLE001 - any failure of a converter is a bad value
+                        at = self.src.find(key + "=", pos)
+                        raise self.error(f"bad value for {key}: {e}", pos if at < 0 else at, name) from None
         return DecodedAttributes(attributes, metadata, backend_config, frontend, sharding)
 
-    def _inline_computation(self, comp_name: str, body: str, pos: int) -> str:
+    def _inline_computation(self, comp_name: str, body: str, pos: int, lineno: int) -> str:
         """Parse an anonymous computation written in place (``to_apply={ a = ... ROOT ... }``), which XLA's
         parser accepts; it joins the module under ``comp_name``, before the computation that calls it."""
         at = self.src.find(body, pos)
@@ -771,9 +909,15 @@ class _Parser:
                 k += 1
             comp_name = f"{comp_name}.{k}"
         self.anon[comp_name] = 0  # taken, also for computations written in place inside this one
+        if self.inline_depth >= r.MAX_NESTING:
+            raise self.error(f"computations written in place nest deeper than {r.MAX_NESTING} levels", at)
+        self.inline_depth += 1
         pending, self.pending = self.pending, []
-        line = self.src.count("\n", 0, at) + 1
-        comp, _, _ = self._body(comp_name, False, at + 1, line, at, line)
+        line = lineno + self.src.count("\n", pos, at)
+        try:
+            comp, _, _ = self._body(comp_name, False, at + 1, line, at, line)
+        finally:
+            self.inline_depth -= 1
         self.pending = pending
         self.inline.append(comp)
         self.done[comp_name] = comp
@@ -807,31 +951,34 @@ class _Parser:
         for comp in computations:
             self.computation = comp.name
             if comp.name in by_name:
-                raise self.error(f"duplicate computation name {comp.name!r}", self._line_pos(comp.line))
+                self.computation = ""  # the message names it
+                raise self.error(f"duplicate computation name {comp.name!r} (the first is at line "
+                                 f"{by_name[comp.name].line})", self._locate(comp.line, comp.name))
             by_name[comp.name] = comp
-            local = {inst.name for inst in comp.instructions}
-            if len(local) != len(comp.instructions):
+            instructions = comp.instructions
+            local = set(map(_NAME, instructions))
+            if len(local) != len(instructions):
                 seen: set[str] = set()
-                for inst in comp.instructions:
+                for inst in instructions:
                     if inst.name in seen:
-                        raise self.error(f"duplicate instruction name {inst.name!r}", self._line_pos(inst.line),
-                                         inst.name)
+                        first = next(i for i in instructions if i.name == inst.name)
+                        raise self.error(f"duplicate instruction name {inst.name!r} (the first is at line "
+                                         f"{first.line})", self._locate(inst.line, inst.name), inst.name)
                     seen.add(inst.name)
-            covered = local.issuperset
-            for inst in comp.instructions:
-                if inst.operands and not covered(inst.operands):
-                    op = next(o for o in inst.operands if o not in local)
-                    raise self.error(f"operand {op!r} is not an instruction of computation {comp.name!r}",
-                                     self._line_pos(inst.line), inst.name)
+            if not local.issuperset(chain.from_iterable(map(_OPERANDS, instructions))):
+                for inst in instructions:
+                    if inst.operands and not local.issuperset(inst.operands):
+                        op = next(o for o in inst.operands if o not in local)
+                        raise self.error(f"operand {op!r} is not an instruction of computation {comp.name!r}",
+                                         self._locate(inst.line, op, after="("), inst.name)
         for comp in computations:
             self.computation = comp.name
-            for inst in comp.instructions:
-                if inst.called_computations:
-                    for role, names in inst.called_computations.items():
-                        for callee in names:
-                            if callee not in by_name:
-                                raise self.error(f"{role}={callee!r} names no computation of this module",
-                                                 self._line_pos(inst.line), inst.name)
+            for inst in filter(_CALLED_COMPUTATIONS, comp.instructions):
+                for role, names in inst.called_computations.items():
+                    for callee in names:
+                        if callee not in by_name:
+                            raise self.error(f"{role}={callee!r} names no computation of this module",
+                                             self._locate(inst.line, callee, after=")"), inst.name)
         self.computation = ""
         entries = [c for c in computations if c.is_entry]
         if len(entries) > 1:
@@ -849,6 +996,18 @@ class _Parser:
             self.source,
             frozenset(self.unknown_opcodes),
         )
+
+    def _locate(self, lineno: int, word: str, after: str = "") -> int:
+        """Offset of ``word`` (a whole name, with or without ``%``) on line ``lineno``, searching from the first
+        ``after`` on it; the line's start when it is not there (it may continue on later lines)."""
+        start = self._line_pos(lineno)
+        end = self.src.find("\n", start)
+        end = len(self.src) if end < 0 else end
+        if after:
+            k = self.src.find(after, start, end)
+            start = k if k >= 0 else start
+        m = re.compile(r"(?<![\w.\-%])%?" + re.escape(word) + r"(?![\w.\-])").search(self.src, start, end)
+        return m.start() if m else self._line_pos(lineno)
 
     def _line_pos(self, lineno: int) -> int:
         """Offset of the start of 1-based line ``lineno`` (table built once, on first need)."""
@@ -950,7 +1109,8 @@ def _header_int(header: dict[str, str], key: str) -> int:
 
 def _resolve_stack_frames(tables: dict[str, dict[int, str]]) -> dict[int, StackFrame]:
     """Join the ``FileNames``/``FunctionNames``/``FileLocations``/``StackFrames`` tables (XLA
-    ``StackFrameIndexProto``, printed 1-based) into frame id -> innermost file, function and line."""
+    ``StackFrameIndexProto``, printed 1-based) into frame id -> innermost file, function and line. A field that is
+    missing or not a number reads as 0 (the tables are informative; a damaged row costs its location only)."""
     frames_table = tables.get("StackFrames")
     if not frames_table:
         return {}
@@ -960,14 +1120,25 @@ def _resolve_stack_frames(tables: dict[str, dict[int, str]]) -> dict[int, StackF
     frames = {}
     for frame_id, text in frames_table.items():
         fields = r.braced_fields(text)
-        loc = locations.get(int(fields.get("file_location_id", 0)), {})
+        loc = locations.get(_int(fields.get("file_location_id")), {})
         frames[frame_id] = StackFrame(
-            files.get(int(loc.get("file_name_id", 0)), ""),
-            functions.get(int(loc.get("function_name_id", 0)), ""),
-            int(loc.get("line", 0)),
-            int(fields.get("parent_frame_id", 0)),
+            files.get(_int(loc.get("file_name_id")), ""),
+            functions.get(_int(loc.get("function_name_id")), ""),
+            _int(loc.get("line")),
+            _int(fields.get("parent_frame_id")),
         )
     return frames
+
+
+def _int(text: str | None) -> int:
+    try:
+        return int(text) if text else 0
+    except ValueError:
+        return 0
+
+
+def _parameter_number(inst: HloInstruction) -> int:
+    return inst.parameter_number
 
 
 _COMPLEX_PART = {"c64": "f32", "c128": "f64"}

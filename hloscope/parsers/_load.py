@@ -68,12 +68,19 @@ def read_text(path: Path) -> str:
     """Read a file as UTF-8, turning a decode failure into an ``HloParseError`` with its byte offset."""
     data = path.read_bytes()
     try:
-        return data.decode("utf-8")
+        text = data.decode("utf-8")
     except UnicodeDecodeError as e:
+        prefix = data[: e.start].decode("utf-8")
         raise HloParseError(
-            f"not UTF-8 text at byte {e.start} (is this a binary file, e.g. an .xplane.pb or an HLO proto?)",
-            data[: e.start].decode("utf-8", "replace"), e.start, source=str(path),
+            "not UTF-8 text, so not HLO text (a binary file: an .xplane.pb profile, an HLO proto?)",
+            prefix, len(prefix), source=str(path), byte_offset=e.start,
         ) from None
+    nul = data.find(b"\0")
+    if nul >= 0:
+        prefix = data[:nul].decode("utf-8")
+        raise HloParseError("a NUL byte, so not HLO text (a binary file: an .xplane.pb profile, an HLO proto?)",
+                            prefix, len(prefix), source=str(path), byte_offset=nul)
+    return text
 
 
 def _looks_like_text(s: str) -> bool:

@@ -1,0 +1,239 @@
+"""What the pytest plugin's analysis costs next to JAX's compile of the tested function.
+
+Usage (from the repository root)::
+
+    python benchmarks/plugin_overhead.py                 # CPU backend, and deviceless TPU v5e when libtpu is installed
+    python benchmarks/plugin_overhead.py --repeat 7      # best of 7 instead of 5
+    python benchmarks/plugin_overhead.py --json out.json
+
+Programs (all sharded over 8 host devices, mesh data=2 x model=4; f32 on the CPU backend, bf16 deviceless):
+
+* ``mlp``: the 2-layer MLP train step of tests/plugin (value_and_grad + SGD), 256 -> 512 -> 256.
+* ``transformer-Nl``: a pre-LN transformer block train step (MHA + GELU MLP, d_model 256, 4 heads, seq 128,
+  batch 8) applied N times in a Python loop (so the HLO grows with N), N = 2 and 8.
+
+For each program and target, the best of ``--repeat`` runs of:
+
+* ``compile``: ``jax.jit(fn).lower(*args).compile()`` on a *fresh* function object each run (JAX's in-memory
+  caches keyed on the function would otherwise turn the compile into a lookup). ``lower`` is reported on its own
+  too; the ratio is taken against ``lower + compile``, which is what ``hloscope.analyze(fn, *args)`` pays for JAX.
+* ``analysis``: what the plugin adds per test -- ``compiled.as_text()``, parse, cost, score, the ops and modules
+  tables, the baseline summary, the comparison with a baseline and its JSON text (``Analysis`` +
+  ``check_baseline`` minus the file read/write, which is one small file).
+
+Measured warm (modules imported). The one-time import of what the analysis needs (pandas, hloscope's parser,
+cost model and tables) is measured separately in a fresh interpreter that has already imported JAX: it is paid
+once per pytest session (per xdist worker), not per test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+
+def _setup_env() -> None:
+    os.environ.setdefault("JAX_PLATFORMS", "cpu")
+    flags = os.environ.get("XLA_FLAGS", "")
+    if "--xla_force_host_platform_device_count" not in flags:
+        os.environ["XLA_FLAGS"] = (flags + " --xla_force_host_platform_device_count=8").strip()
+    os.environ.setdefault("JAX_ENABLE_COMPILATION_CACHE", "false")
+
+
+def best_of(fn: Callable[[], Any], repeat: int) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        gc.collect()
+        gc.disable()
+        try:
+            t0 = time.perf_counter()
+            fn()
+            best = min(best, time.perf_counter() - t0)
+        finally:
+            gc.enable()
+    return best
+
+
+# ---- programs ----------------------------------------------------------------------------------------
+
+
+def mlp_program(mesh: Any, dtype: Any) -> tuple[Callable[[], Callable[..., Any]], tuple[Any, ...]]:
+    import jax
+    import jax.numpy as jnp
+    from jax.sharding import NamedSharding, PartitionSpec as P
+
+    def sds(shape: tuple[int, ...], spec: Any) -> Any:
+        return jax.ShapeDtypeStruct(shape, dtype, sharding=NamedSharding(mesh, spec))
+
+    def make() -> Callable[..., Any]:
+        def loss(p: Any, x: Any) -> Any:
+            h = jax.nn.relu(x @ p["w1"])
+            return jnp.mean((h @ p["w2"]).astype(jnp.float32) ** 2)
+
+        def step(p: Any, x: Any) -> Any:
+            g = jax.grad(loss)(p, x)
+            return jax.tree.map(lambda a, b: a - 0.1 * b, p, g)
+
+        return step
+
+    params = {"w1": sds((256, 512), P(None, "model")), "w2": sds((512, 256), P("model", None))}
+    return make, (params, sds((64, 256), P("data", None)))
+
+
+def transformer_program(mesh: Any, dtype: Any, layers: int) -> tuple[Callable[[], Callable[..., Any]], tuple[Any, ...]]:
+    import jax
+    import jax.numpy as jnp
+    from jax.sharding import NamedSharding, PartitionSpec as P
+
+    d, h, ff, seq, batch = 256, 4, 1024, 128, 8
+    hd = d // h
+
+    def sds(shape: tuple[int, ...], spec: Any) -> Any:
+        return jax.ShapeDtypeStruct(shape, dtype, sharding=NamedSharding(mesh, spec))
+
+    def layer_specs() -> dict[str, Any]:
+        return {
+            "ln1": sds((d,), P()), "ln2": sds((d,), P()),
+            "wq": sds((d, h, hd), P(None, "model", None)), "wk": sds((d, h, hd), P(None, "model", None)),
+            "wv": sds((d, h, hd), P(None, "model", None)), "wo": sds((h, hd, d), P("model", None, None)),
+            "w1": sds((d, ff), P(None, "model")), "w2": sds((ff, d), P("model", None)),
+        }
+
+    def make() -> Callable[..., Any]:
+        def norm(x: Any, g: Any) -> Any:
+            x32 = x.astype(jnp.float32)
+            y = x32 * jax.lax.rsqrt(jnp.mean(x32 * x32, axis=-1, keepdims=True) + 1e-6)
+            return (y * g.astype(jnp.float32)).astype(x.dtype)
+
+        def block(p: Any, x: Any) -> Any:
+            y = norm(x, p["ln1"])
+            q = jnp.einsum("bsd,dhk->bhsk", y, p["wq"])
+            k = jnp.einsum("bsd,dhk->bhsk", y, p["wk"])
+            v = jnp.einsum("bsd,dhk->bhsk", y, p["wv"])
+            a = jax.nn.softmax((jnp.einsum("bhqk,bhsk->bhqs", q, k) / hd**0.5).astype(jnp.float32), axis=-1)
+            o = jnp.einsum("bhqs,bhsk->bhqk", a.astype(x.dtype), v)
+            x = x + jnp.einsum("bhqk,hkd->bqd", o, p["wo"])
+            y = norm(x, p["ln2"])
+            return x + jax.nn.gelu(y @ p["w1"]) @ p["w2"]
+
+        def loss(ps: Any, x: Any) -> Any:
+            for p in ps:
+                x = block(p, x)
+            return jnp.mean(x.astype(jnp.float32) ** 2)
+
+        def step(ps: Any, x: Any) -> Any:
+            g = jax.grad(loss)(ps, x)
+            return jax.tree.map(lambda a, b: a - 0.1 * b, ps, g)
+
+        return step
+
+    params = [layer_specs() for _ in range(layers)]
+    return make, (params, sds((batch, seq, d), P("data", None, None)))
+
+
+# ---- measuring -----------------------------------------------------------------------------------------
+
+
+def measure(name: str, target: str, make: Callable[[], Callable[..., Any]], args: tuple[Any, ...], chip: str,
+            repeat: int) -> dict[str, Any]:
+    import jax
+
+    from hloscope import baseline as bl
+    from hloscope.pytest_plugin import _analyze_text
+    from hloscope.roofline.chips import get_chip
+
+    spec = get_chip(chip)
+    compiled = jax.jit(make()).lower(*args).compile()  # warm-up (tracing machinery, libtpu)
+    base = _analyze_text(compiled.as_text(), spec).summary()
+    bl.to_json(base)
+
+    lower_s = best_of(lambda: jax.jit(make()).lower(*args), repeat)
+    total_s = best_of(lambda: jax.jit(make()).lower(*args).compile(), repeat)
+
+    def analysis() -> None:
+        a = _analyze_text(compiled.as_text(), spec)
+        s = a.summary()
+        bl.compare(base, s)
+        bl.to_json(s)
+
+    analysis_s = best_of(analysis, repeat)
+    text = compiled.as_text()
+    return {"program": name, "target": target, "chip": chip, "hlo_chars": len(text),
+            "ops": int(len(_analyze_text(text, spec).ops)), "lower_s": lower_s, "lower_compile_s": total_s,
+            "analysis_s": analysis_s, "ratio": analysis_s / total_s}
+
+
+_IMPORT_PROBE = r"""
+import os, time
+import jax, jax.numpy as jnp
+jax.jit(lambda x: x + 1).lower(jnp.ones(2)).compile()
+t0 = time.perf_counter()
+import hloscope.pytest_plugin as p
+from hloscope.roofline.chips import get_chip
+t1 = time.perf_counter()
+p._analyze_text(jax.jit(lambda x: x * 2).lower(jnp.ones(2)).compile().as_text(), get_chip("tpu-v5e")).summary()
+t2 = time.perf_counter()
+print(t1 - t0, t2 - t1)
+"""
+
+
+def import_cost() -> tuple[float, float]:
+    """(plugin import, first analysis including its lazy imports) in a fresh interpreter, seconds."""
+    out = subprocess.run([sys.executable, "-c", _IMPORT_PROBE], check=True, capture_output=True, text=True,
+                         cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}).stdout.split()
+    return float(out[0]), float(out[1])
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--repeat", type=int, default=5, help="timed runs per row; the best is reported")
+    ap.add_argument("--json", type=Path, help="also write the rows as JSON here")
+    ap.add_argument("--no-deviceless", action="store_true", help="skip the deviceless TPU rows")
+    args = ap.parse_args(argv)
+    _setup_env()
+
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+    from jax.sharding import Mesh
+
+    targets: list[tuple[str, list[Any], Any, str]] = [("cpu", list(jax.devices()), jnp.float32, "tpu-v5e")]
+    if not args.no_deviceless and importlib.util.find_spec("libtpu") is not None:
+        from jax.experimental import topologies
+
+        targets.append(("deviceless v5e:2x4", list(topologies.get_topology_desc("v5e:2x4", "tpu").devices),
+                        jnp.bfloat16, "tpu-v5e"))
+    rows = []
+    for target, devices, dtype, chip in targets:
+        mesh = Mesh(np.array(devices[:8], dtype=object).reshape(2, 4), ("data", "model"))
+        programs = [("mlp", *mlp_program(mesh, dtype))]
+        programs += [(f"transformer-{n}l", *transformer_program(mesh, dtype, n)) for n in (2, 8)]
+        for name, make, fn_args in programs:
+            row = measure(name, target, make, fn_args, chip, args.repeat)
+            rows.append(row)
+            print(f"{name:16s} {target:20s} HLO {row['hlo_chars'] / 1e3:7.0f} kB {row['ops']:5d} ops  "
+                  f"lower {row['lower_s'] * 1e3:7.1f} ms  lower+compile {row['lower_compile_s'] * 1e3:8.1f} ms  "
+                  f"analysis {row['analysis_s'] * 1e3:6.1f} ms  = {row['ratio']:6.1%}", flush=True)
+    imp, first = import_cost()
+    print(f"one-time: plugin import {imp * 1e3:.0f} ms; first analysis with its lazy imports (pandas, parser, "
+          f"cost model) {first * 1e3:.0f} ms")
+    if args.json:
+        args.json.write_text(json.dumps({"rows": rows, "plugin_import_s": imp, "first_analysis_s": first,
+                                         "jax": jax.__version__}, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
