@@ -71,7 +71,8 @@ def _report(args: argparse.Namespace) -> int:
 
     if not os.path.exists(args.path):
         raise FileNotFoundError(f"{args.path}: no such file or directory")
-    report = analyze(args.path, args.chip, run=args.run, hlo=args.hlo, module=args.module)
+    report = _with_status(args.path, lambda: analyze(args.path, args.chip, run=args.run, hlo=args.hlo,
+                                                     module=args.module))
     if args.format == "json":
         _emit(report.to_json() + "\n", args.output)
     elif args.format == "csv":
@@ -88,6 +89,18 @@ def _report(args: argparse.Namespace) -> int:
         else:
             render(report, args.top)
     return EXIT_OK
+
+
+def _with_status(path: str, work):
+    """Run ``work()``, showing a live status line on a terminal while a large input (> 16 MB) is read."""
+    size = sum(f.stat().st_size for f in Path(path).rglob("*") if f.is_file()) if Path(path).is_dir() \
+        else Path(path).stat().st_size
+    if size < 16 * 2**20 or not sys.stderr.isatty():
+        return work()
+    from rich.console import Console
+
+    with Console(stderr=True).status(f"reading {path} ({size / 2**20:.0f} MiB)..."):
+        return work()
 
 
 def _chips(args: argparse.Namespace) -> int:

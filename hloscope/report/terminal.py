@@ -76,6 +76,15 @@ def render(report: Report, top: int = 25, file: IO[str] | None = None, width: in
             row += [_time(r["measured_s"]), "-" if eff != eff else f"{eff:.1%}"]
         ops.add_row(*row)
     console.print(ops)
+    if traced and report.ops["lost_s"].notna().any():
+        lost = report.ops[report.ops["lost_s"] > 0].sort_values("lost_s", ascending=False).head(min(top, 10))
+        table = Table(title="most time lost to the roof (measured - roofline)")
+        for col in ("instruction", "category", "bound", "measured", "roofline", "lost", "efficiency"):
+            table.add_column(col)
+        for r in lost.to_dict(orient="records"):
+            table.add_row(r["instruction"], r["category"], str(r["bound"]), _time(r["measured_s"]),
+                          _time(r["roofline_s"]), _time(r["lost_s"]), f"{r['efficiency']:.1%}")
+        console.print(table)
 
 
 def render_chips(chips: list[ChipSpec]) -> None:
