@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from hloscope.hlo import HloInstruction
 
 FREE_OPCODES = frozenset(
-    "parameter constant get-tuple-element tuple bitcast after-all partition-id replica-id optimization-barrier "
+    "parameter constant get-tuple-element tuple bitcast after-all partition-id replica-id optimization-barrier opt-barrier "
     "add-dependency domain get-dimension-size".split()
 )
 

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 #: Counted as transcendentals, not FLOPs (``HandleElementwiseOp``).
 TRANSCENDENTAL_OPCODES = frozenset(
-    "exp exponential expm1 exponential-minus-one log log1p log-plus-one logistic power sqrt cbrt rsqrt tanh sin cos tan "
+    "exp exponential expm1 exponential-minus-one log log1p log-plus-one logistic power sqrt cbrt rsqrt tanh sin sine cos cosine tan "
     "atan2 erf".split()
 )
 
@@ -27,7 +27,7 @@ TRANSCENDENTAL_OPCODES = frozenset(
 FLOP_OPCODES = frozenset(
     "add subtract multiply divide remainder maximum minimum abs negate sign ceil floor round-nearest-afz "
     "round-nearest-even compare clamp and or xor not shift-left shift-right-arithmetic shift-right-logical "
-    "popcnt clz is-finite real imag complex convert reduce-precision stochastic-convert select "
+    "popcnt clz count-leading-zeros is-finite real imag complex convert reduce-precision stochastic-convert select "
     "bitcast-convert".split()
 )
 

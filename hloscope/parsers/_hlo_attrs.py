@@ -1,8 +1,8 @@
 """Which instruction attribute gets which typed value, and the opcodes hloscope knows.
 
 Keys and value grammars follow XLA's ``hlo_parser.cc`` (``ParseAttributes`` and the per-opcode attribute
-lists) and ``HloInstruction::ExtraAttributesToString``. A key missing here is kept as raw text and reported in
-``HloModule.unknown_attributes``; it is never an error.
+lists) and ``HloInstruction::ExtraAttributesToString``. A key missing here is kept as its raw text in
+``HloInstruction.attributes``; it is never an error.
 """
 
 from __future__ import annotations

@@ -33,9 +33,9 @@ INSTRUCTION_FAST: Final = re.compile(
     r"""
     [ \t]*(ROOT[ \t]+)?          # 1: root marker
     %?([^\s=%]+)[ \t]*=[ \t]*    # 2: name, with or without the % sigil
-    ([a-z][a-z0-9]*\[[^\]]*\](?:\{[^}]*\})?)[ \t]+   # 3: array shape with optional layout
+    ([a-z][a-z0-9]*\[[^\]\n]*\](?:\{[^}\n]*\})?)[ \t]+   # 3: array shape with optional layout
     ([a-z][a-z0-9\-_]*)          # 4: opcode
-    \(([^()]*)\)                 # 5: operands (no nested parentheses)
+    \(([^()\n]*)\)               # 5: operands (no nested parentheses, on this line)
     ([^\n]*)                     # 6: attributes and trailing comment, rest of the line
     """,
     re.VERBOSE,
@@ -49,11 +49,9 @@ OPCODE: Final = re.compile(r"\s*([a-z][a-z0-9\-_]*)\s*\(")
 SIGIL_NAME: Final = re.compile(r"%([^\s,(){}]+)")
 
 #: Attribute boundaries: ``, key=``. A value is checked for balanced brackets and quotes before the split
-#: is trusted (see ``balanced``); a string or nested value containing ``, key=`` falls back to the scanner.
+#: is trusted (``_hlo_text._split_attributes``); a string or nested value holding ``, key=`` goes to the scanner.
 ATTRIBUTE_SPLIT: Final = re.compile(r",[ \t]*([A-Za-z_][\w.\-]*)=")
 
-#: Computation header: ``[ENTRY] %name`` then an optional signature ``(...) -> shape`` and ``{``.
-COMPUTATION_HEAD: Final = re.compile(r"[ \t]*(ENTRY[ \t]+)?%?([^\s({=%]+)[ \t]*")
 
 #: One ``"..."`` string with backslash escapes. It may span lines (XLA's test inputs put multi-line configs in
 #: ``backend_config="..."``); see ``INSTRUCTION_IN_STRING``.
@@ -73,16 +71,6 @@ BRACED_FIELD: Final = re.compile(r'([A-Za-z_][\w]*)=("(?:[^"\\]|\\.)*"|[^\s,}]+)
 
 OPENERS: Final = frozenset("{[(")
 CLOSERS: Final = frozenset("}])")
-
-
-def balanced(text: str) -> bool:
-    """True when ``text`` has no quote and balanced brackets: safe to take as one attribute value."""
-    return (
-        '"' not in text
-        and text.count("{") == text.count("}")
-        and text.count("(") == text.count(")")
-        and text.count("[") == text.count("]")
-    )
 
 
 def unquote(text: str) -> str:
@@ -116,6 +104,11 @@ def strip_comments(text: str) -> str:
 
 def parse_layout(text: str) -> Layout:
     """Decode the text between a shape's layout braces: ``1,0:T(8,128)(2,1)S(1)``."""
+    if ":" not in text:  # the common case, minor-to-major only
+        try:
+            return Layout(tuple(map(int, text.split(","))) if text.strip() else (), (), 0, text)
+        except ValueError:
+            pass
     m2m_text, _, rest = text.partition(":")
     minor_to_major = tuple(int(d) for d in m2m_text.split(",") if d.strip()) if m2m_text.strip() else ()
     tiles: tuple[tuple[int, ...], ...] = ()
@@ -141,6 +134,11 @@ def parse_layout(text: str) -> Layout:
 def _parse_dims(text: str) -> tuple[tuple[int, ...], tuple[bool, ...]]:
     if not text:
         return (), ()
+    if "<" not in text and "?" not in text:  # static dims, the common case
+        try:
+            return tuple(map(int, text.split(","))), ()
+        except ValueError:
+            pass
     dims = []
     dynamic = []
     for d in text.split(","):

@@ -295,6 +295,9 @@ def test_replica_groups_explicit_iota_and_mesh() -> None:
     mesh = [g for g in groups if g.form == "mesh"]
     assert [g.raw for g in mesh] == ["mesh['axis_0'=2,'axis_1'=4] {'axis_0'}"]
     assert mesh[0].groups == ((0, 4), (1, 5), (2, 6), (3, 7))
+    # The same mesh, grouped along the other axis (the form JAX prints for a psum over the mesh's second axis):
+    # one group per axis_0 value, varying axis_1.
+    assert replica_groups("mesh['axis_0'=2,'axis_1'=4] {'axis_1'}").groups == ((0, 1, 2, 3), (4, 5, 6, 7))
     # hlo_generic.jsonl:936: replica_groups=mesh['axis_0'=2,'axis_1'=2] {'axis_1'} -> vary along axis_1.
     m = parse(
         """\
