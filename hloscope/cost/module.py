@@ -96,6 +96,15 @@ def summed(rows: list[CostRow]) -> OpCost:
     return OpCost(flops, transcendentals, read, written, comm, kind, group, frozenset(flags))
 
 
+def _apply(rule, target: HloInstruction, inst: HloInstruction, ctx: CostContext) -> OpCost:
+    """``rule(target, ctx)``; a shape or attribute the rule did not expect keeps the row, flagged
+    ``cost-rule-failed``, with ``inst``'s boundary bytes."""
+    try:
+        return rule(target, ctx)
+    except (IndexError, KeyError, ValueError, TypeError, ZeroDivisionError, AttributeError):
+        return boundary(inst, ctx, flags=frozenset({"cost-rule-failed"}))
+
+
 class _Analyzer:
     __slots__ = ("module", "totals", "fusion_bytes", "contexts")
 
@@ -129,12 +138,7 @@ class _Analyzer:
             opcode = inst.opcode
             rule = RULES.get(opcode)
             if rule is not None:
-                try:
-                    cost = rule(inst, ctx)
-                except (IndexError, KeyError, ValueError, TypeError, ZeroDivisionError, AttributeError):
-                    # A shape or attribute the rule did not expect: keep the row, flagged, with boundary bytes.
-                    cost = boundary(inst, ctx, flags=frozenset({"cost-rule-failed"}))
-                append(CostRow(name, inst, cost, count))
+                append(CostRow(name, inst, _apply(rule, inst, inst, ctx), count))
             elif opcode.endswith("-start") and not inst.called_computations and opcode[:-6] in RULES:
                 # Async sugar printed without calls= (TPU slice-start, ...): result is ((operands), out, ctx).
                 append(CostRow(name, inst, self.async_sugar(inst, opcode[:-6], ctx), count))
@@ -186,10 +190,7 @@ class _Analyzer:
         proxy = Instruction(inst.name, base, out, inst.operands, inst.called_computations, inst.is_root,
                             inst.line, inst.literal, inst.parameter_number, "", None)
         proxy._decoded = inst._decode()
-        try:
-            return RULES[base](proxy, ctx)
-        except (IndexError, KeyError, ValueError, TypeError, ZeroDivisionError, AttributeError):
-            return boundary(inst, ctx, flags=frozenset({"cost-rule-failed"}))
+        return _apply(RULES[base], proxy, inst, ctx)
 
     def conditional(self, inst: HloInstruction) -> OpCost:
         branches = [self.computation_cost(b) for b in inst.called_computations.get("branch_computations", ())]

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, NamedTuple
 
 from hloscope.parsers._xspace import TraceError, _self_times, _split_module_key
+from hloscope.parsers._xspace import _as_step
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -443,14 +444,7 @@ def read_chrome_trace(path: str | os.PathLike[str]) -> ChromeTrace:
     return ChromeTrace(spath, frame, module_frame, step_frame, names, unit)
 
 
-def _as_int(v: Any) -> int | None:
-    if isinstance(v, bool) or v is None:
-        return None
-    if isinstance(v, int):
-        return v
-    if isinstance(v, str) and v.strip().lstrip("-").isdigit():
-        return int(v)
-    return None
+_as_int = _as_step  # an int, or an integer string, from a JSON arg; else None
 
 
 def _ops_frame(ops: list[tuple], module_rows: list[tuple]) -> pd.DataFrame:
