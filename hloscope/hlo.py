@@ -81,6 +81,23 @@ class Shape:
     dynamic_dims: tuple[bool, ...] = ()
     layout: Layout | None = None
     tuple_shapes: tuple[Shape, ...] = ()
+    # Sizes, computed once at construction (the cost model asks for them per instruction; the parser shares one
+    # Shape per distinct shape text): element count, packed bytes, padded bytes, dynamic.
+    _sizes: tuple[int, int, int, bool] = field(init=False, repr=False, compare=False, hash=False)
+
+    def __post_init__(self) -> None:
+        if self.element_type == "tuple":
+            leaves = [s._sizes for s in self.tuple_shapes]
+            sizes = (sum(x[0] for x in leaves), sum(x[1] for x in leaves), sum(x[2] for x in leaves),
+                     any(x[3] for x in leaves))
+        elif self.element_type in ("token", "opaque"):
+            sizes = (0, 0, 0, any(self.dynamic_dims))
+        else:
+            n = math.prod(self.dims)
+            size = (n * ELEMENT_BITS.get(self.element_type, 0) + 7) // 8
+            sizes = (n, size, self._padded_leaf_bytes() if self.layout is not None and self.layout.tiles
+                     else size, any(self.dynamic_dims))
+        object.__setattr__(self, "_sizes", sizes)
 
     @property
     def is_tuple(self) -> bool:
@@ -92,16 +109,13 @@ class Shape:
 
     @property
     def is_dynamic(self) -> bool:
-        return any(self.dynamic_dims) or any(s.is_dynamic for s in self.tuple_shapes)
+        """Whether a dim (of any tuple leaf) is dynamic (printed ``<=N``)."""
+        return self._sizes[3]
 
     @property
     def element_count(self) -> int:
         """Number of elements of an array shape (1 for a scalar); for a tuple, the sum over its leaves."""
-        if self.is_tuple:
-            return sum(s.element_count for s in self.tuple_shapes)
-        if not self.is_array:
-            return 0
-        return math.prod(self.dims)
+        return self._sizes[0]
 
     @property
     def size_bytes(self) -> int:
@@ -110,10 +124,7 @@ class Shape:
         Excludes tuple index tables and tiling padding, as XLA's ``HloCostAnalysis`` does
         (``ShapeUtil::ByteSizeOf`` of each leaf array). Dynamic dims count at their bound.
         """
-        if self.is_tuple:
-            return sum(s.size_bytes for s in self.tuple_shapes)
-        bits = ELEMENT_BITS.get(self.element_type, 0)
-        return (math.prod(self.dims) * bits + 7) // 8
+        return self._sizes[1]
 
     @property
     def padded_size_bytes(self) -> int:
@@ -124,11 +135,10 @@ class Shape:
         TPU layouts tile (``{1,0:T(8,128)(2,1)}``), and XLA's TPU cost analysis charges these padded sizes
         (measured: ``f32[8,16]{1,0:T(8,128)}`` counts 4096 bytes; see docs/xla_cost_rules.md).
         """
-        if self.is_tuple:
-            return sum(s.padded_size_bytes for s in self.tuple_shapes)
+        return self._sizes[2]
+
+    def _padded_leaf_bytes(self) -> int:
         layout = self.layout
-        if layout is None or not layout.tiles or not self.is_array:
-            return self.size_bytes
         tile = layout.tiles[0]
         m2m = layout.minor_to_major or tuple(range(len(self.dims) - 1, -1, -1))
         physical = [self.dims[d] for d in reversed(m2m)] or [1]  # major to minor

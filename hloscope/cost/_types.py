@@ -70,5 +70,7 @@ class CostContext:
         return self.by_name[inst.operands[index]]
 
     def computation_cost(self, name: str) -> OpCost:
-        """Summed FLOPs/transcendentals (and flags) of every instruction of a called computation, once."""
+        """FLOPs, transcendentals, wire bytes and flags of a called computation (fused computation, reducer)
+        run once, summed over its instructions; HBM bytes are 0 (its values stay on chip: the caller charges
+        its own boundary). Computed once per computation."""
         return self._computation_cost(name)

@@ -23,6 +23,7 @@ only its update.
 
 from __future__ import annotations
 
+from operator import attrgetter
 from typing import TYPE_CHECKING, Callable
 
 from hloscope.cost._types import OpCost
@@ -33,6 +34,9 @@ if TYPE_CHECKING:
 
 _SLICING = frozenset({"slice", "dynamic-slice", "gather"})
 _LOOK_THROUGH = frozenset({"bitcast", "get-tuple-element"})
+_NAME = attrgetter("name")
+#: Users after which a parameter may be read in part (or looked through).
+_NOT_PLAIN = _SLICING | _LOOK_THROUGH | {"fusion", "dynamic-update-slice"}
 
 
 class FusionBytes:
@@ -42,22 +46,42 @@ class FusionBytes:
     __slots__ = ("read_per_parameter", "written")
 
     def __init__(self, comp: HloComputation, nested: Callable[[str], FusionBytes] | None = None) -> None:
+        instructions = comp.instructions
+        by_name = dict(zip(map(_NAME, instructions), instructions))
+        params = []
+        look_through = []
+        constants = 0
+        for inst in instructions:
+            opcode = inst.opcode
+            if opcode == "parameter":
+                params.append(inst)
+            elif opcode in _LOOK_THROUGH:
+                look_through.append(inst)
+            elif opcode == "constant" and inst.shape.element_count > 1:
+                # A constant of more than one element lives in HBM and is read (XLA charges it too).
+                constants += inst.shape.padded_size_bytes
+        # Users only of what the parameter rules follow: parameters and their bitcasts/get-tuple-elements.
+        tracked = set(map(_NAME, params))
+        grown = True
+        while grown and look_through:
+            grown = False
+            for inst in look_through:
+                if inst.name not in tracked and inst.operands and inst.operands[0] in tracked:
+                    tracked.add(inst.name)
+                    grown = True
         users: dict[str, list[HloInstruction]] = {}
-        by_name = {}
-        for inst in comp.instructions:
-            by_name[inst.name] = inst
-            for op in inst.operands:
-                users.setdefault(op, []).append(inst)
-        read: dict[int, int] = {}
-        for inst in comp.instructions:
-            if inst.opcode == "parameter":
-                read[inst.parameter_number] = _parameter_read(inst, users, nested, comp.root_name)
+        disjoint = tracked.isdisjoint
+        for inst in instructions:
+            operands = inst.operands
+            if operands and not disjoint(operands):
+                for op in operands:
+                    if op in tracked:
+                        users.setdefault(op, []).append(inst)
+        root = comp.root_name
+        read: dict[int, int] = {p.parameter_number: _parameter_read(p, users, nested, root) for p in params}
+        read[-1] = constants
         self.read_per_parameter = read
-        # A constant of more than one element lives in HBM and is read (XLA charges it too).
-        read[-1] = sum(i.shape.padded_size_bytes for i in comp.instructions
-                       if i.opcode == "constant" and i.shape.element_count > 1)
-        root = by_name[comp.root_name]
-        self.written = _written(root, by_name)
+        self.written = _written(by_name[root], by_name)
 
 
 def _terminal_users(name: str, users: dict[str, list[HloInstruction]],
@@ -84,6 +108,9 @@ def _terminal_users(name: str, users: dict[str, list[HloInstruction]],
 def _parameter_read(param: HloInstruction, users: dict[str, list[HloInstruction]],
                     nested: Callable[[str], FusionBytes] | None, root: str) -> int:
     full = param.shape.padded_size_bytes
+    direct = users.get(param.name, ())
+    if any(u.opcode not in _NOT_PLAIN for u in direct):
+        return full  # a plain use reads it whole, whatever else reads it (the common case, decided early)
     terminal = _terminal_users(param.name, users, root)
     if terminal is None:
         return full  # passed through to the result

@@ -18,13 +18,24 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from hloscope._gc import paused_gc
 from hloscope.cost import fusion as fusion_rule
 from hloscope.cost._bytes import boundary
 from hloscope.cost._types import ZERO, CostContext, OpCost
 from hloscope.cost.control_flow import trip_count
+from hloscope.cost.data_movement import FREE_OPCODES, MOVE_OPCODES
+from hloscope.cost.elementwise import FLOP_OPCODES as _FLOP_OPCODES
+from hloscope.cost.elementwise import TRANSCENDENTAL_OPCODES as _TRANSCENDENTAL_OPCODES
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from hloscope.hlo import HloComputation, HloInstruction, HloModule
+
+#: Opcodes without FLOPs (``data_movement``), skipped by ``_Analyzer.computation_work``; of these, the ones
+#: costed by ``boundary`` carry its ``dynamic-shape`` flag.
+_NO_WORK = FREE_OPCODES | MOVE_OPCODES | {"slice", "dynamic-slice", "dynamic-update-slice", "gather"}
+_BOUNDARY_MOVES = MOVE_OPCODES
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +78,8 @@ def module_cost(module: HloModule) -> ModuleCost:
     calls: they get boundary bytes, 0 FLOPs and a flag."""
     analyzer = _Analyzer(module)
     rows: list[CostRow] = []
-    analyzer.visit(module.entry, 1.0, rows)
+    with paused_gc():  # a row per instruction, no garbage (see ``paused_gc``)
+        analyzer.visit(module.entry, 1.0, rows)
     total = summed(rows)
     return ModuleCost(module, rows, total.flops, total.transcendentals, total.bytes_read, total.bytes_written,
                       total.comm_bytes, total.flags)
@@ -106,21 +118,24 @@ def _apply(rule, target: HloInstruction, inst: HloInstruction, ctx: CostContext)
 
 
 class _Analyzer:
-    __slots__ = ("module", "totals", "fusion_bytes", "contexts")
+    __slots__ = ("module", "totals", "work", "fusion_bytes", "contexts")
 
     def __init__(self, module: HloModule) -> None:
         self.module = module
         self.totals: dict[str, OpCost] = {}
+        self.work: dict[str, OpCost] = {}
         self.fusion_bytes: dict[str, fusion_rule.FusionBytes] = {}
         self.contexts: dict[str, CostContext] = {}
 
     def context(self, comp: HloComputation) -> CostContext:
         ctx = self.contexts.get(comp.name)
         if ctx is None:
-            ctx = self.contexts[comp.name] = CostContext(self.module, comp, self.computation_cost)
+            ctx = self.contexts[comp.name] = CostContext(self.module, comp, self.computation_work)
         return ctx
 
-    def computation_cost(self, name: str) -> OpCost:
+    def called_cost(self, name: str) -> OpCost:
+        """Everything a called computation does once, HBM bytes of its instructions included (an async
+        wrapper's or a conditional branch's instructions run as their own kernels)."""
         total = self.totals.get(name)
         if total is None:
             rows: list[CostRow] = []
@@ -128,13 +143,54 @@ class _Analyzer:
             total = self.totals[name] = summed(rows)
         return total
 
-    def visit(self, comp: HloComputation, count: float, rows: list[CostRow]) -> None:
+    def computation_work(self, name: str) -> OpCost:
+        """FLOPs, transcendentals, wire bytes and flags of a computation run once, without HBM bytes: for
+        fused computations and reducers, whose values stay on chip (their caller charges its boundary).
+
+        The single pass over the instructions adds elementwise FLOPs and transcendentals itself (one per
+        output element, as ``elementwise.cost`` counts them) and skips data movement, which has none; every
+        other instruction takes its rule, as in ``visit``.
+        """
+        total = self.work.get(name)
+        if total is None:
+            comp = self.module.computation(name)
+            flops = transcendentals = 0.0
+            dynamic = False
+            others = []
+            for inst in comp.instructions:
+                opcode = inst.opcode
+                if opcode in _FLOP_OPCODES:
+                    shape = inst.shape
+                    flops += shape.element_count
+                    dynamic = dynamic or shape.is_dynamic
+                elif opcode in _NO_WORK:
+                    dynamic = dynamic or (opcode in _BOUNDARY_MOVES and inst.shape.is_dynamic)
+                elif opcode in _TRANSCENDENTAL_OPCODES:
+                    shape = inst.shape
+                    transcendentals += shape.element_count
+                    dynamic = dynamic or shape.is_dynamic
+                else:
+                    others.append(inst)
+            rest = ZERO
+            if others:
+                rows: list[CostRow] = []
+                self.visit(comp, 1.0, rows, others)
+                rest = summed(rows)
+            flags = rest.flags | {"dynamic-shape"} if dynamic else rest.flags
+            total = self.work[name] = OpCost(flops + rest.flops, transcendentals + rest.transcendentals, 0.0, 0.0,
+                                             rest.comm_bytes, rest.comm_kind, rest.group_size, flags)
+        return total
+
+    def visit(self, comp: HloComputation, count: float, rows: list[CostRow],
+              instructions: Iterable[HloInstruction] | None = None) -> None:
+        """Append a row per instruction of ``comp`` (or of ``instructions``, some of them) run ``count``
+        times, and the rows of the computations they run (loop bodies, callees)."""
         from hloscope.cost import RULES
 
         ctx = self.context(comp)
         name = comp.name
         append = rows.append
-        for inst in comp.instructions:
+        for inst in comp.instructions if instructions is None else instructions:
             opcode = inst.opcode
             rule = RULES.get(opcode)
             if rule is not None:
@@ -160,7 +216,7 @@ class _Analyzer:
                 # Async wrappers print as async-start or as <wrapped opcode>-start (call-start, slice-start,
                 # reduce-scatter-start, ...): the wrapped computation's cost, once.
                 callees = inst.called_computations.get("calls", ())
-                cost = self.computation_cost(callees[0]) if callees else ZERO
+                cost = self.called_cost(callees[0]) if callees else ZERO
                 append(CostRow(name, inst, cost, count))
             elif opcode in ("async-update", "async-done") or opcode.endswith(("-done", "-update")):
                 append(CostRow(name, inst, ZERO, count))
@@ -193,7 +249,7 @@ class _Analyzer:
         return _apply(RULES[base], proxy, inst, ctx)
 
     def conditional(self, inst: HloInstruction) -> OpCost:
-        branches = [self.computation_cost(b) for b in inst.called_computations.get("branch_computations", ())]
+        branches = [self.called_cost(b) for b in inst.called_computations.get("branch_computations", ())]
         if not branches:
             return OpCost(flags=frozenset({"conditional-max-branch"}))
         best = max(branches, key=lambda c: (c.flops + c.transcendentals, c.bytes_accessed))

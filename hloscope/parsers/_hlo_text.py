@@ -19,7 +19,6 @@ failure is an ``HloParseError`` naming the source, line, column, computation and
 
 from __future__ import annotations
 
-import gc
 import re
 from itertools import chain
 from operator import attrgetter
@@ -35,6 +34,7 @@ from hloscope.hlo import (
     Shape,
     StackFrame,
 )
+from hloscope._gc import paused_gc
 from hloscope.parsers import _hlo_re as r
 from hloscope.parsers._errors import HloParseError
 from hloscope.parsers._hlo_attrs import ASYNC_FORMS, ATTRIBUTE_PARSERS, KNOWN_OPCODES, LIST_CALL_KEYS
@@ -108,17 +108,8 @@ def parse_hlo_text(text: str, source: str = "<string>") -> HloModule:
         HloParseError: on text that is not HLO: the message names ``source``, line, column, the enclosing
             computation and instruction, and what was expected.
     """
-    # The parse allocates an object graph of a few objects per instruction and frees nothing: the cyclic
-    # garbage collector would walk it again and again (about +45% time on a 50 MB module) and can find no
-    # garbage in it. It is paused for the parse, as in ``timeit``, and restored after.
-    paused = gc.isenabled()
-    if paused:
-        gc.disable()
-    try:
+    with paused_gc():  # the parse builds a large graph holding no garbage (see ``paused_gc``)
         return _Parser(text, source).parse()
-    finally:
-        if paused:
-            gc.enable()
 
 
 def split_modules(text: str) -> list[str]:
@@ -878,23 +869,26 @@ class _Parser:
         """Decode an instruction's kept attribute text (``AttributeDecoder`` protocol)."""
         text = inst.attribute_text
         pairs = None if "//" in text or "/*" in text else _split_attributes(text)
-        pos = self._line_pos(inst.line)
+        pos = -1  # the line's offset, looked up only when needed (the table of line starts costs a pass)
         if pairs is None:
             # A string or nested value holds ", key=": scan the line properly.
+            pos = self._line_pos(inst.line)
             start = self.src.find(text, pos) if text else -1
             if start < 0:
                 raise self.error("cannot locate the attribute text of this instruction", pos, inst.name)
             pairs, _ = self._attribute_pairs(start, inst.name)
         pairs = [(k, v) for k, v in pairs if k not in CALLED_COMPUTATION_ROLES and k not in LIST_CALL_KEYS]
         try:
-            return self._decoded(pairs, inst.name, pos)
+            return self._decoded(pairs, inst.name, pos, inst.line)
         except HloParseError as e:
             # Name the computation in the message (found only now: an instruction does not know its computation).
             owner = next((c.name for c in self.done.values() if any(i is inst for i in c.instructions)), "")
             raise HloParseError(e.msg, e.doc, e.pos, source=e.source, computation=owner,
                                 instruction=e.instruction) from None
 
-    def _decoded(self, pairs: list[tuple[str, str]], name: str, pos: int) -> DecodedAttributes:
+    def _decoded(self, pairs: list[tuple[str, str]], name: str, pos: int, line: int = 0) -> DecodedAttributes:
+        """Decode ``pairs``; ``pos`` is the instruction's offset, or -1 to look it up from ``line`` for an
+        error message."""
         attributes: dict[str, Any] = {}
         metadata = None
         backend_config = ""
@@ -911,6 +905,7 @@ class _Parser:
                 try:
                     frontend = r.frontend_attributes(value)
                 except Exception as e:  # noqa: BLE001
+                    pos = pos if pos >= 0 else self._line_pos(line)
                     at = self.src.find("frontend_attributes=", pos)
                     raise self.error(f"bad frontend_attributes: {e}", pos if at < 0 else at, name) from None
             elif key == "sharding":
@@ -925,6 +920,7 @@ class _Parser:
                     try:
                         attributes[key] = parser(value)
                     except Exception as e:  # noqa: BLE001 - any failure of a converter is a bad value
+                        pos = pos if pos >= 0 else self._line_pos(line)
                         at = self.src.find(key + "=", pos)
                         raise self.error(f"bad value for {key}: {e}", pos if at < 0 else at, name) from None
         return DecodedAttributes(attributes, metadata, backend_config, frontend, sharding)
