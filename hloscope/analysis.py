@@ -119,6 +119,7 @@ def _traced(run_dir: Path, files: list[Path], chip: str | ChipSpec | None, hlo_f
 
     from hloscope.cost import module_cost
     from hloscope.parsers import parse_hlo, parse_hlo_text
+    from hloscope.parsers._command_buffer import join_command_buffer_kernels
     from hloscope.parsers._xspace import TraceError, hlo_protos, op_events, open_xspace, step_events
     from hloscope.report import Report
     from hloscope.report.table import modules_frame, ops_frame
@@ -140,6 +141,7 @@ def _traced(run_dir: Path, files: list[Path], chip: str | ChipSpec | None, hlo_f
             for entry in hlo_protos(x):
                 if entry.module_name not in modules:
                     modules[entry.module_name] = parse_hlo_text(entry.to_text(), source=f"{run_dir}:{entry.metadata_name}")
+    events, rejoined = join_command_buffer_kernels(events, modules)
     ran = set(events["hlo_module"])
     if not modules:
         raise TraceError(str(run_dir), "the trace holds no HLO protos (the /host:metadata plane is empty); "
@@ -153,6 +155,10 @@ def _traced(run_dir: Path, files: list[Path], chip: str | ChipSpec | None, hlo_f
 
         if "host" not in all_chips():
             notes.append("host chip measured on the fly; run `hloscope calibrate` once to measure it carefully")
+    if rejoined["by_name"] or rejoined["by_gemm_order"]:
+        notes.append(f"GPU command buffers (CUDA graphs): {rejoined['by_name']} kernel events joined to "
+                     f"instructions by kernel name, {rejoined['by_gemm_order']} library GEMM kernels to the GEMM "
+                     "custom calls in program order")
     devices = max(int(events["device_id"].nunique()), 1)
     train_steps = steps[steps["step_num"].notna()] if "step_num" in steps else steps
     n_steps = int(train_steps["step_num"].nunique()) if len(train_steps) else 0

@@ -2,7 +2,8 @@
 
 - cuBLAS / cuBLASLt GEMMs (``__cublas$gemm``, ``__cublas$lt$matmul``, ``__cublas$lt$matmul$f8``): the
   ``gemm_backend_config.dot_dimension_numbers`` of the backend config give a dot:
-  ``2 * output elements * contracting size`` (the result may be a tuple (output, workspace)).
+  ``2 * output elements * contracting size``; bytes: operands read, output written (the result may be a
+  tuple (output, workspace): the workspace is scratch and not charged).
 - cuDNN convolutions (``__cudnn$conv*``): costed like the convolution they wrap when ``window`` and
   ``dim_labels`` are printed on the instruction.
 - cuDNN fused attention (``__cudnn$fmha*``): forward ``4 * B * H * Sq * Skv * D`` FLOPs (two matmuls),
@@ -60,7 +61,23 @@ def _gemm(inst: HloInstruction, ctx: CostContext, cfg: dict[str, Any]) -> OpCost
     contracting = tuple(int(d) for d in dims.get("lhs_contracting_dimensions", ()))
     out = inst.shape.tuple_shapes[0] if inst.shape.is_tuple else inst.shape
     flops = FMA_FLOPS * out.element_count * math.prod(lhs.dims[c] for c in contracting)
-    return boundary(inst, ctx, flops=flops)
+    cost = boundary(inst, ctx, flops=flops)
+    workspace = _workspace_bytes(inst)
+    if workspace:
+        cost = OpCost(cost.flops, cost.transcendentals, cost.bytes_read, cost.bytes_written - workspace,
+                      flags=cost.flags)
+    return cost
+
+
+def _workspace_bytes(inst: HloInstruction) -> int:
+    """Bytes of the scratch workspace a GPU library call returns as the last element of its result tuple (a
+    rank-1 ``s8``/``u8`` array, which XLA's GEMM and convolution rewriters append): cuBLAS may use any part of
+    it, so it is not charged as written. 0 when the result has none."""
+    shape = inst.shape
+    if not shape.is_tuple or len(shape.tuple_shapes) < 2:
+        return 0
+    last = shape.tuple_shapes[-1]
+    return last.padded_size_bytes if last.element_type in ("s8", "u8") and len(last.dims) == 1 else 0
 
 
 def _fmha(inst: HloInstruction, ctx: CostContext, target: str) -> OpCost | None:
