@@ -56,3 +56,12 @@ def jax_env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("JAX_ENABLE_COMPILATION_CACHE", "false")
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p))
     monkeypatch.delenv("PYTEST_ADDOPTS", raising=False)
+
+
+@pytest.fixture(autouse=True)
+def _not_an_xdist_worker(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pytest runs these tests start are not xdist workers, even when this suite runs under ``-n``: the
+    worker's environment (``PYTEST_XDIST_WORKER``, ...) is inherited by them and would make the plugin act as
+    a worker (no summary, baselines left to the controller)."""
+    for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
+        monkeypatch.delenv(name, raising=False)
