@@ -5,27 +5,12 @@ from __future__ import annotations
 import math
 from typing import IO, TYPE_CHECKING
 
+from hloscope.report._format import duration as _time
+from hloscope.report._format import si as _si
+
 if TYPE_CHECKING:
     from hloscope.report import Report
     from hloscope.roofline.chips import ChipSpec
-
-
-def _si(value: float, unit: str) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "-"
-    for factor, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(value) >= factor:
-            return f"{value / factor:.3g} {prefix}{unit}"
-    return f"{value:.3g} {unit}"
-
-
-def _time(seconds: float) -> str:
-    if seconds is None or (isinstance(seconds, float) and math.isnan(seconds)):
-        return "-"
-    for factor, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs")):
-        if abs(seconds) >= factor:
-            return f"{seconds / factor:.3g} {unit}"
-    return f"{seconds * 1e9:.3g} ns"
 
 
 _BOUND_STYLE = {"compute": "green", "memory": "yellow", "communication": "magenta"}
