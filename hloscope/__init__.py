@@ -20,3 +20,11 @@ def analyze(source, chip=None, **kwargs):  # noqa: ANN001, ANN201 - documented i
     from hloscope.analysis import analyze as _analyze
 
     return _analyze(source, chip, **kwargs)
+
+
+def diff(a, b, chip=None):  # noqa: ANN001, ANN201 - documented in hloscope.report.diff.diff
+    """Compare program or run B against A op by op (HLO files, dump dirs, traces, report JSON, ``Report``s);
+    see ``hloscope.report.diff.diff``."""
+    from hloscope.report.diff import diff as _diff
+
+    return _diff(a, b, chip=chip)

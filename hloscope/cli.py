@@ -1,6 +1,8 @@
-"""``hloscope`` command line: thin argument parsing over ``hloscope.analyze`` and the chip registry.
+"""``hloscope`` command line: thin argument parsing over ``hloscope.analyze``, ``hloscope.diff`` and the chip
+registry.
 
-Exit codes (as xprof's CLI): 0 ok, 1 internal error, 2 bad input or usage, 3 path not found.
+Exit codes (as xprof's CLI): 0 ok, 1 internal error -- or, for ``diff``, a ``--fail-on`` rule broken --, 2 bad
+input or usage, 3 path not found.
 """
 
 from __future__ import annotations
@@ -36,9 +38,21 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--hlo", metavar="FILE", nargs="+", default=[], help="HLO text to join trace events with")
     report.add_argument("--module", metavar="NAME", help="module of a dump dir holding several")
     report.add_argument("--top", metavar="N", type=_positive_int, default=25, help="ops shown (default: %(default)r)")
-    report.add_argument("--format", choices=("table", "json", "csv"), default="table",
-                        help="output format (default: %(default)r)")
+    report.add_argument("--format", choices=("table", "json", "csv", "html"), default="table",
+                        help="output format (default: %(default)r); html: one self-contained page with the "
+                        "roofline chart")
     report.add_argument("-o", "--output", metavar="FILE", help="write to FILE (atomically) instead of stdout")
+
+    diff = sub.add_parser("diff", help="compare two programs or runs op by op (B against A)")
+    diff.add_argument("a", help="before: HLO file, dump dir, trace dir or report JSON")
+    diff.add_argument("b", help="after: same kinds as A")
+    diff.add_argument("--chip", metavar="ID", help="chip id or alias to score both against")
+    diff.add_argument("--fail-on", metavar="RULE", action="append", default=[],
+                      help="exit 1 when a module total changes past RULE, e.g. roofline_s:+5%% or "
+                      "comm_bytes:+0 (repeatable; see docs/diff.md)")
+    diff.add_argument("--top", metavar="N", type=_positive_int, default=25, help="ops shown per section")
+    diff.add_argument("--format", choices=("table", "json", "html"), default="table")
+    diff.add_argument("-o", "--output", metavar="FILE", help="write to FILE (atomically) instead of stdout")
 
     chips = sub.add_parser("chips", help="list the known chips")
     chips.add_argument("--format", choices=("table", "json"), default="table")
@@ -55,6 +69,8 @@ def main(argv: list[str] | None = None) -> int:
             return _report(args)
         if args.command == "chips":
             return _chips(args)
+        if args.command == "diff":
+            return _diff(args)
         return _calibrate(args)
     except FileNotFoundError as e:
         print(f"hloscope: {e}", file=sys.stderr)
@@ -77,6 +93,10 @@ def _report(args: argparse.Namespace) -> int:
         _emit(report.to_json() + "\n", args.output)
     elif args.format == "csv":
         _emit(report.to_csv(), args.output)
+    elif args.format == "html":
+        from hloscope.report.html import render_html
+
+        _emit(render_html(report, title=f"hloscope - {args.path}", top=None), args.output)
     else:
         from hloscope.report.terminal import render
 
@@ -89,6 +109,32 @@ def _report(args: argparse.Namespace) -> int:
         else:
             render(report, args.top)
     return EXIT_OK
+
+
+def _diff(args: argparse.Namespace) -> int:
+    from hloscope.report.diff import diff, parse_rules, render_diff_html, render_diff_table
+
+    for path in (args.a, args.b):
+        if not os.path.exists(path):
+            raise FileNotFoundError(f"{path}: no such file or directory")
+    rules = parse_rules(args.fail_on)  # bad rules fail before any analysis
+    result = diff(args.a, args.b, chip=args.chip)
+    if args.format == "json":
+        _emit(result.to_json() + "\n", args.output)
+    elif args.format == "html":
+        _emit(render_diff_html(result), args.output)
+    elif args.output:
+        from io import StringIO
+
+        buf = StringIO()
+        render_diff_table(result, file=buf, top=args.top)
+        _emit(buf.getvalue(), args.output)
+    else:
+        render_diff_table(result, top=args.top)
+    broken = result.check(rules)
+    for line in broken:
+        print(f"hloscope: fail-on: {line}", file=sys.stderr)
+    return EXIT_INTERNAL if broken else EXIT_OK
 
 
 def _with_status(path: str, work):
@@ -139,8 +185,16 @@ def _emit(text: str, output: str | None) -> None:
     target = Path(output)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent or ".")
     try:
-        with os.fdopen(fd, "w") as f:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
+        # mkstemp makes the file private (0600); give it the mode a plain open() would (or the old file's).
+        try:
+            mode = target.stat().st_mode & 0o777
+        except FileNotFoundError:
+            umask = os.umask(0)
+            os.umask(umask)
+            mode = 0o666 & ~umask
+        os.chmod(tmp, mode)
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import math
+import os
+from pathlib import Path
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -52,6 +54,54 @@ class Report:
 
     def to_csv(self) -> str:
         return self.ops.to_csv(index=False)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], source: str = "<dict>") -> Report:
+        """A report from its JSON document (``to_dict``), e.g. one written by ``hloscope report --format json``.
+
+        Columns a document lacks (an older ``hloscope.report/1`` writer) are filled with nulls.
+
+        Raises:
+            ValueError: not a ``hloscope.report/1`` document (the message names ``source`` and the schema
+                found).
+        """
+        import pandas as pd
+
+        from hloscope.report.table import MODULE_COLUMNS, OP_COLUMNS
+        from hloscope.roofline.chips import chip_from_dict
+
+        found = data.get("schema") if isinstance(data, dict) else None
+        if found != SCHEMA:
+            raise ValueError(f"{source}: expected a report JSON with \"schema\": \"{SCHEMA}\", found "
+                             f"{found!r}")
+        ops = [dict(r, flags=",".join(r.get("flags") or ())) for r in data.get("ops", [])]
+        frame = pd.DataFrame(ops, columns=OP_COLUMNS)
+        for col in ("op_name", "source", "shape", "comm_kind", "dtype", "bound", "flags", "category"):
+            frame[col] = frame[col].fillna("")
+        numeric = [c for c in OP_COLUMNS if c not in (
+            "module", "computation", "instruction", "opcode", "category", "op_name", "source", "comm_kind",
+            "dtype", "bound", "flags", "shape")]
+        frame[numeric] = frame[numeric].apply(pd.to_numeric, errors="coerce")
+        modules = pd.DataFrame(data.get("modules", []), columns=MODULE_COLUMNS)
+        num_mod = [c for c in MODULE_COLUMNS if c not in ("name", "dtype", "flags")]
+        modules[num_mod] = modules[num_mod].apply(pd.to_numeric, errors="coerce")
+        return cls(frame, modules, chip_from_dict(data["chip"]), dict(data.get("coverage") or {}),
+                   list(data.get("notes") or []))
+
+
+def load_report(path: str | os.PathLike[str]) -> Report:
+    """Read a report JSON file written by ``hloscope report --format json``.
+
+    Raises:
+        ValueError: the file is not JSON, or not a ``hloscope.report/1`` document (names the file).
+        FileNotFoundError: no such file.
+    """
+    text = Path(path).read_text(encoding="utf-8")
+    try:
+        data = json.loads(text)
+    except ValueError as e:
+        raise ValueError(f"{path}: not JSON ({e})") from None
+    return Report.from_dict(data, source=str(path))
 
 
 def _records(df: pd.DataFrame) -> list[dict[str, Any]]:

@@ -22,7 +22,7 @@ OP_COLUMNS = [
     "flops", "transcendentals", "bytes_accessed", "bytes_read", "bytes_written", "comm_bytes", "comm_kind",
     "group_size", "dtype", "intensity", "critical_intensity", "compute_s", "memory_s", "comm_s", "roofline_s",
     "bound", "measured_s", "occurrences", "step_fraction", "efficiency", "achieved_flops_per_s",
-    "achieved_bytes_per_s", "lost_s", "flags",
+    "achieved_bytes_per_s", "lost_s", "flags", "shape",
 ]
 
 #: The modules table's columns, in order.
@@ -131,7 +131,7 @@ def ops_frame(costs: list[ModuleCost], chip: ChipSpec, measured: Mapping[tuple[s
                 "achieved_flops_per_s": flops / measured_s if timing and measured_s > 0 else math.nan,
                 "achieved_bytes_per_s": hbm / measured_s if timing and measured_s > 0 else math.nan,
                 "lost_s": measured_s - roofline_s if timing else math.nan,
-                "flags": ",".join(sorted(cost.flags | s.flags)),
+                "flags": ",".join(sorted(cost.flags | s.flags)), "shape": str(inst.shape),
             })
     # Trace ops that name no instruction of any module: listed, never dropped.
     known = {(r["module"], r["instruction"]) for r in rows}
@@ -140,7 +140,7 @@ def ops_frame(costs: list[ModuleCost], chip: ChipSpec, measured: Mapping[tuple[s
             rows.append({c: math.nan for c in OP_COLUMNS} | {
                 "module": mname, "computation": "", "instruction": op, "opcode": "", "category": "unjoined",
                 "op_name": "", "source": "", "comm_kind": "", "dtype": "", "bound": "", "measured_s": sec,
-                "occurrences": occ, "flags": "not-in-hlo"})
+                "occurrences": occ, "flags": "not-in-hlo", "shape": ""})
     df = pd.DataFrame(rows, columns=OP_COLUMNS)
     sort_key = "measured_s" if measured else "roofline_s"
     return df.sort_values(sort_key, ascending=False, na_position="last", kind="stable").reset_index(drop=True)

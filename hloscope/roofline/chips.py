@@ -1230,6 +1230,23 @@ def chip_to_dict(chip: ChipSpec) -> dict[str, Any]:
 # --------------------------------------------------------------------------------------------------
 
 
+def chip_from_dict(data: Mapping[str, Any]) -> ChipSpec:
+    """The inverse of :func:`chip_to_dict` (derived keys ignored), for chips read back from a report JSON.
+
+    Raises:
+        ChipSpecError: a field is missing or invalid (the message names it).
+    """
+    kwargs: dict[str, Any] = {}
+    for name in _FIELDS:
+        if name in data and data[name] is not None:
+            value = data[name]
+            kwargs[name] = tuple(value) if isinstance(value, list) else value
+    try:
+        return ChipSpec(**kwargs)
+    except TypeError as e:
+        raise ChipSpecError(f"chip in report JSON: {e}", chip=data.get("id")) from None
+
+
 def config_dir() -> Path:
     """hloscope's configuration directory.
 
