@@ -153,7 +153,15 @@ def test_chromium_loads_the_page_without_errors(tmp_path, source):
     page = tmp_path / "report.html"
     page.write_text(render_html(report, title="hloscope test page"), encoding="utf-8")
     base = [_chromium(), *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}"]
-    dom = subprocess.run([*base, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=90).stdout
+    console = ["--enable-logging=stderr", "--v=0"]  # console messages and uncaught errors -> ":CONSOLE" lines
+    control = tmp_path / "control.html"
+    control.write_text("<html><body><script>console.error('control'); no_such_function();</script></body></html>")
+    seen = subprocess.run([*base, *console, "--dump-dom", control.as_uri()], capture_output=True, text=True,
+                          timeout=90).stderr
+    assert ":CONSOLE" in seen and "no_such_function" in seen  # the check below can see an error
+    run = subprocess.run([*base, *console, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=90)
+    dom = run.stdout
+    assert ":CONSOLE" not in run.stderr, [line for line in run.stderr.splitlines() if ":CONSOLE" in line]
     # The page's script sets data-ready at its end and turns any script error into the title.
     assert 'data-ready="1"' in dom
     assert "<title>hloscope test page</title>" in dom
