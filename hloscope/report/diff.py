@@ -305,6 +305,10 @@ def _fmt(f: str, value: float) -> str:
     return si(value, "B" if "bytes" in f else "")
 
 
+def _signed(value: float, unit: str) -> str:
+    return "0" if not value else ("+" if value > 0 else "") + si(value, unit)
+
+
 def _tail(text: str, width: int) -> str:
     """The end of a long framework op name (its most specific part)."""
     return text if len(text) <= width else "…" + text[-(width - 1):]
@@ -351,16 +355,17 @@ def render_diff_table(d: Diff, file: IO[str] | None = None, top: int = 25, width
         if rows.empty:
             continue
         t = Table(title=title)
-        for col in ("op_name", "opcode", "A", "B", "time A", "time B", "change", "FLOPs B", "wire B", "bound"):
+        for col in ("op_name", "opcode", "A", "B", "time A", "time B", "change", "FLOPs Δ", "HBM bytes Δ",
+                    "wire bytes B (Δ)", "bound"):
             t.add_column(col, overflow="fold")
         for _, r in rows.iterrows():
             t.add_row(escape(_tail(str(r["op_name"]), 60) or "-"), escape(str(r["opcode"])),
                       escape(f"{r['instruction_a']} {r['shape_a']}".strip() or "-"),
                       escape(f"{r['instruction_b']} {r['shape_b']}".strip() or "-"),
                       duration(r["time_a"]), duration(r["time_b"]), _pct((r["time_b"] - r["time_a"]) / r["time_a"] if r["time_a"] else math.nan),
-                      si(r["flops_b"], ""), si(r["comm_bytes_b"], "B")
-                      + (f" ({'+' if r['comm_bytes_delta'] > 0 else ''}{si(r['comm_bytes_delta'], 'B')})"
-                         if r["comm_bytes_delta"] else ""),
+                      _signed(r["flops_delta"], ""), _signed(r["bytes_accessed_delta"], "B"),
+                      si(r["comm_bytes_b"], "B")
+                      + (f" ({_signed(r['comm_bytes_delta'], 'B')})" if r["comm_bytes_delta"] else ""),
                       escape(r["bound_a"] if r["bound_a"] == r["bound_b"] else f"{r['bound_a']} -> {r['bound_b']}"))
         console.print(t)
 
