@@ -115,7 +115,6 @@ def _static(modules: list[HloModule], chip: ChipSpec) -> Report:
 
 
 def _traced(run_dir: Path, files: list[Path], chip: str | ChipSpec | None, hlo_files: list[Path]) -> Report:
-    import pandas as pd
 
     from hloscope.cost import module_cost
     from hloscope.parsers import parse_hlo, parse_hlo_text

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from hloscope.cost._bytes import boundary
 from hloscope.cost._types import ZERO, OpCost
 
 if TYPE_CHECKING:

@@ -1413,7 +1413,6 @@ def _line_op_rows(ctx: _PlaneOps, sl: _ScannedLine, *, skip_correlated: bool, ev
 
 def _module_spans(ctx: _PlaneOps, lines: list[_LineRef], source: str):
     """TPU ``XLA Modules`` line: sorted starts, ends, module names and program ids for enclosure lookups."""
-    import numpy as np
 
     spans = []
     for ref in lines:
