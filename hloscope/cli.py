@@ -112,25 +112,17 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _diff(args: argparse.Namespace) -> int:
-    from hloscope.report.diff import diff, parse_rules, render_diff_html, render_diff_table
+    from hloscope.report.diff import diff, diff_command_output, parse_rules, render_diff_table
 
     for path in (args.a, args.b):
         if not os.path.exists(path):
             raise FileNotFoundError(f"{path}: no such file or directory")
     rules = parse_rules(args.fail_on)  # bad rules fail before any analysis
     result = diff(args.a, args.b, chip=args.chip)
-    if args.format == "json":
-        _emit(result.to_json() + "\n", args.output)
-    elif args.format == "html":
-        _emit(render_diff_html(result), args.output)
-    elif args.output:
-        from io import StringIO
-
-        buf = StringIO()
-        render_diff_table(result, file=buf, top=args.top)
-        _emit(buf.getvalue(), args.output)
+    if args.format == "table" and not args.output:
+        render_diff_table(result, top=args.top)  # straight to the terminal, at its width
     else:
-        render_diff_table(result, top=args.top)
+        _emit(diff_command_output(result, args.format, top=args.top), args.output)
     broken = result.check(rules)
     for line in broken:
         print(f"hloscope: fail-on: {line}", file=sys.stderr)

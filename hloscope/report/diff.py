@@ -22,8 +22,9 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import IO, TYPE_CHECKING, Any, Iterable
+from typing import IO, TYPE_CHECKING, Any
 
 from hloscope.report._format import duration, si
 
@@ -40,6 +41,13 @@ FIELDS = ("roofline_s", "measured_s", "flops", "bytes_accessed", "comm_bytes", "
 MODULE_FIELDS = ("roofline_s", "measured_s", "flops", "transcendentals", "bytes_accessed", "comm_bytes",
                  "compute_s", "memory_s", "comm_s", "mfu")
 _KEY_COLUMNS = ("op_name", "opcode", "shape")
+#: The columns of ``Diff.ops``, in order.
+OP_DIFF_COLUMNS = [
+    "module", "op_name", "opcode", "category", "instruction_a", "instruction_b", "shape_a", "shape_b",
+    "bound_a", "bound_b", "comm_kind",
+    *(f"{f}_{s}" for f in FIELDS for s in ("a", "b", "delta", "rel")),
+    "time_a", "time_b", "time_delta", "reshaped", "bound_changed", "status",
+]
 _SAME = 1e-9
 
 
@@ -113,8 +121,19 @@ class Diff:
         return bool((self.ops["status"] != "unchanged").any())
 
     def check(self, rules: Iterable[Rule | str]) -> list[str]:
-        """The rules broken, one line each (empty when none). Rules apply to each module pair's totals; a rule
-        on a field one side lacks (``measured_s`` of a static report) is broken, never skipped silently."""
+        """The rules broken, one line each (empty when none).
+
+        Rules apply to each module pair's totals (``.modules``), not to single ops. A rule on a field one side
+        lacks (``measured_s`` of a static report) is broken, never skipped silently. A change within 1e-9
+        relative of the values (float summation noise) never breaks a rule, so ``flops:+0`` fails only on a
+        real increase.
+
+        Args:
+            rules: ``Rule`` objects or rule strings (``parse_rules`` syntax).
+
+        Raises:
+            ValueError: a rule string that does not parse.
+        """
         parsed = [r if isinstance(r, Rule) else parse_rules([r])[0] for r in rules]
         broken = []
         for rule in parsed:
@@ -127,12 +146,16 @@ class Diff:
                 change = (b - a) / a if rule.relative and a else (b - a)
                 if rule.relative and not a:
                     change = math.inf if b > 0 else (-math.inf if b < 0 else 0.0)
-                if change * rule.direction > rule.threshold:
+                noise = _SAME if rule.relative else _SAME * max(abs(a), abs(b))
+                if change * rule.direction > rule.threshold + noise:
                     shown = f"{change:+.2%}" if rule.relative else f"{change:+.6g}"
                     broken.append(f"{rule.text}: {where}: {rule.field} {a:.6g} -> {b:.6g} ({shown})")
         return broken
 
     def to_dict(self) -> dict[str, Any]:
+        """The JSON document (schema ``hloscope.diff/1``): ``schema``, ``a``, ``b`` (labels), ``chip`` (id),
+        ``summary`` (status -> number of ops), ``modules`` and ``ops`` (rows of the DataFrames; NaN as None),
+        ``notes``."""
         from hloscope.report._report import _records
 
         counts = self.ops["status"].value_counts().to_dict()
@@ -150,8 +173,17 @@ def _missing(value: Any) -> bool:
 
 
 def load_side(source: Any, chip: str | ChipSpec | None = None) -> tuple[Report, str]:
-    """``(report, label)`` of one side: a ``Report``; a report JSON file; or anything ``hloscope.analyze``
-    takes (HLO file, dump dir, trace dir, ``Compiled``)."""
+    """``(report, label)`` of one side.
+
+    Args:
+        source: a ``Report`` (label ``"<report>"``); a path ending in ``.json`` to a report JSON file
+            (``hloscope.report/1``, read back with its own chip); or anything ``hloscope.analyze`` takes (HLO
+            text file, XLA dump dir, profile dir, ``Compiled``), scored against ``chip``.
+        chip: chip id or spec for inputs that ``analyze``.
+
+    Raises:
+        ValueError: a JSON file that is not a report, or any error ``hloscope.analyze`` raises.
+    """
     from pathlib import Path
 
     from hloscope.analysis import analyze
@@ -283,7 +315,7 @@ def diff(a: Any, b: Any, *, chip: str | ChipSpec | None = None) -> Diff:
     unpaired = (set(ra.modules["name"]) - {p[0] for p in pairs}) | (set(rb.modules["name"]) - {p[1] for p in pairs})
     if unpaired:
         notes.append(f"modules on one side only, not compared: {', '.join(sorted(unpaired))}")
-    ops = pd.DataFrame(rows)
+    ops = pd.DataFrame(rows, columns=OP_DIFF_COLUMNS)
     ops = ops.reindex(ops["time_delta"].abs().sort_values(ascending=False, kind="stable").index).reset_index(drop=True)
     return Diff(label_a, label_b, ops, pd.DataFrame(module_rows), ra.chip, notes)
 
@@ -329,12 +361,22 @@ def _sections(d: Diff, top: int) -> list[tuple[str, pd.DataFrame]]:
 
 def render_diff_table(d: Diff, file: IO[str] | None = None, top: int = 25, width: int | None = None) -> None:
     """Print the diff with rich: module totals (A, B, change), then the ops that got slower, faster,
-    appeared, vanished, changed bound class, and the collectives whose wire bytes changed."""
+    appeared, vanished, changed bound class, and the collectives whose wire bytes changed.
+
+    Args:
+        d: the diff.
+        file: where to print (default stdout; 200 columns when not a terminal).
+        top: ops shown per section, largest ``|time_delta|`` first.
+        width: console width in characters (default: the terminal's, or 200).
+
+    Times are per module run (seconds, shown with SI prefixes), bytes in B/kB/MB, FLOPs counted; "change" is
+    (B - A) / A.
+    """
+    import sys
+
     from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
-
-    import sys
 
     piped = file is not None or not sys.stdout.isatty()
     console = Console(file=file, width=width or (200 if piped else None))
@@ -371,14 +413,15 @@ def render_diff_table(d: Diff, file: IO[str] | None = None, top: int = 25, width
 
 
 def render_diff_html(d: Diff, top: int = 200) -> str:
-    """The diff as one self-contained HTML page (module totals and the sections of the table form); every
-    value from the inputs is escaped."""
+    """The diff as one self-contained HTML page (module totals and the sections of the table form, ``top``
+    ops per section); every value from the inputs (labels, notes, op names, shapes) is ``html.escape``d, so a
+    hostile framework op name arrives as text. No scripts, no external resources."""
     from html import escape
 
     parts = ["<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>hloscope diff</title><style>",
-             "body{font:14px system-ui,sans-serif;margin:24px}table{border-collapse:collapse;font-size:12px;"
-             "margin-bottom:16px}td,th{border:1px solid #ddd;padding:3px 6px}th{background:#f4f4f4}</style>"
-             "</head><body><h1>hloscope diff</h1>",
+             ("body{font:14px system-ui,sans-serif;margin:24px}table{border-collapse:collapse;font-size:12px;"
+              "margin-bottom:16px}td,th{border:1px solid #ddd;padding:3px 6px}th{background:#f4f4f4}</style>"
+              "</head><body><h1>hloscope diff</h1>"),
              f"<p>chip {escape(d.chip.id)}<br>A: {escape(d.a_label)}<br>B: {escape(d.b_label)}</p>"]
     parts += [f"<p>{escape(n)}</p>" for n in d.notes]
     for _, m in d.modules.iterrows():
@@ -402,3 +445,23 @@ def render_diff_html(d: Diff, top: int = 200) -> str:
     parts.append("</body></html>\n")
     return "".join(parts)
 
+
+def diff_command_output(d: Diff, fmt: str, top: int = 25) -> str:
+    """What ``hloscope diff --format FMT`` writes: ``"json"`` (``Diff.to_json()`` plus a newline), ``"html"``
+    (``render_diff_html``) or ``"table"`` (``render_diff_table`` into a string, 200 columns wide, ``top`` ops
+    per section).
+
+    Raises:
+        ValueError: an unknown format.
+    """
+    if fmt == "json":
+        return d.to_json() + "\n"
+    if fmt == "html":
+        return render_diff_html(d)
+    if fmt == "table":
+        from io import StringIO
+
+        buf = StringIO()
+        render_diff_table(d, file=buf, top=top)
+        return buf.getvalue()
+    raise ValueError(f"unknown diff format {fmt!r}: expected table, json or html")

@@ -10,14 +10,14 @@ import pytest
 
 import hloscope
 from hloscope.cli import main
-from hloscope.report.diff import diff, parse_rules, render_diff_html, render_diff_table
+from hloscope.report.diff import diff, diff_command_output, parse_rules, render_diff_html, render_diff_table
 
 HLO = Path(__file__).resolve().parents[2] / "fixtures" / "hlo"
 TP4 = HLO / "cpu_mlp_sharded.hlo.txt"  # mesh data=2 x model=4
 TP2 = HLO / "cpu_mlp_tp2.hlo.txt"  # mesh data=4 x model=2
 CHIP = "tpu-v5e"
 
-_ALL_REDUCE = re.compile(r"^\s*(?:ROOT )?%(\S+) = (.*?) all-reduce\(.*?replica_groups=(.*?), use_global", re.M)
+_ALL_REDUCE = re.compile(r"^\s*(?:ROOT )?%(\S+) = (.*?) all-reduce\(.*?replica_groups=(.*?), use_global", re.MULTILINE)
 _LEAF = re.compile(r"f32\[([0-9,]*)\]")
 
 
@@ -26,7 +26,7 @@ def _group_size(groups: str) -> int:
     mesh form ``mesh['axis_0'=2,'axis_1'=4] {'axis_0'}`` (the product of the sizes of the axes named)."""
     if groups.startswith("{{"):
         return len(groups[2:].split("}")[0].split(","))
-    sizes = dict((k, int(v)) for k, v in re.findall(r"'(\w+)'=(\d+)", groups))
+    sizes = {k: int(v) for k, v in re.findall(r"'(\w+)'=(\d+)", groups)}
     n = 1
     for axis in re.findall(r"'(\w+)'", groups.split("]", 1)[1]):
         n *= sizes[axis]
@@ -88,6 +88,18 @@ def test_resharding_names_the_collectives_and_their_wire_bytes(tp_diff):
     # The weight-gradient all-reduce runs over `data`: 2 devices with 4-way TP, 4 with 2-way, and each device
     # holds twice the weights with 2-way TP: more wire bytes. The activation all-reduce over `model` shrinks.
     assert (comm["comm_bytes_delta"] > 0).sum() == 1 and (comm["comm_bytes_delta"] < 0).sum() == 1
+    # The same two numbers from the model dims and mesh in the fixtures' json, not from any HLO text:
+    # over `model` the activations' partial sums, f32[batch/data, d_model]; over `data` the gradients of
+    # b1 [H/model], b2 [D], w1 [D, H/model], w2 [H/model, D] and the f32[] loss, in one tuple all-reduce.
+    for side in ("a", "b"):
+        meta = json.loads((HLO / (TP4 if side == "a" else TP2).name.replace(".hlo.txt", ".xla_cost.json"))
+                          .read_text())
+        bsz, hid, dm = meta["dims"]["batch"], meta["dims"]["d_hidden"], meta["dims"]["d_model"]
+        n_data, n_model = meta["mesh"]["data"], meta["mesh"]["model"]
+        act = 4 * bsz // n_data * dm
+        grads = 4 * (hid // n_model + dm + 2 * dm * hid // n_model + 1)
+        expected = sorted([2 * (n_model - 1) / n_model * act, 2 * (n_data - 1) / n_data * grads])
+        assert sorted(comm[f"comm_bytes_{side}"]) == pytest.approx(expected)
     out = __import__("io").StringIO()
     render_diff_table(tp_diff, file=out)
     assert "collectives whose wire bytes changed" in out.getvalue()
@@ -146,3 +158,22 @@ def test_diff_html_escapes_op_names():
     d = diff(hostile, str(TP4), chip=CHIP)  # nothing in common: everything appeared or vanished
     page = render_diff_html(d)
     assert "<img" not in page and "&lt;img src=x onerror=alert(1)&gt;" in page
+
+
+def test_command_output_forms(tp_diff):
+    doc = json.loads(diff_command_output(tp_diff, "json"))
+    assert doc["schema"] == "hloscope.diff/1" and doc["ops"] and doc["modules"]
+    assert diff_command_output(tp_diff, "html").startswith("<!DOCTYPE html>")
+    assert "collectives whose wire bytes changed" in diff_command_output(tp_diff, "table")
+    with pytest.raises(ValueError, match="table, json or html"):
+        diff_command_output(tp_diff, "csv")
+
+
+def test_modules_without_ops_compare_cleanly():
+    import dataclasses
+
+    report = hloscope.analyze(str(TP4), CHIP)
+    empty = dataclasses.replace(report, ops=report.ops.iloc[0:0])
+    d = diff(empty, empty)
+    assert d.ops.empty and not d.changed and d.check(["flops:+0"]) == []
+    assert json.loads(d.to_json())["ops"] == []
