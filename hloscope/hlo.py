@@ -13,8 +13,11 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass, field
+from collections import Counter
+from itertools import chain
+from operator import attrgetter
 from types import MappingProxyType
-from typing import Any, Iterator, Mapping, NamedTuple, Protocol
+from typing import Any, Iterable, Iterator, Mapping, NamedTuple, Protocol
 
 # --------------------------------------------------------------------------------------------------
 # Element types
@@ -71,6 +74,21 @@ class Shape:
         dynamic_dims: per dim, True where the dim is dynamic (printed ``<=N``).
         layout: the layout, or None when the text printed none.
         tuple_shapes: element shapes of a tuple; empty for arrays.
+        element_count: number of elements of an array shape (1 for a scalar); for a tuple, the sum over its
+            leaves.
+        size_bytes: bytes of the data, packed: ``ceil(elements * bits / 8)`` per array, summed over tuple
+            leaves. Excludes tuple index tables and tiling padding, as XLA's ``HloCostAnalysis`` does
+            (``ShapeUtil::ByteSizeOf`` of each leaf array). Dynamic dims count at their bound.
+        padded_size_bytes: bytes the array occupies in memory with its layout's first tile applied: each of
+            the most-minor dims the tile covers is rounded up to a multiple of the tile (a scalar counts as one
+            element padded to the tile). Equals ``size_bytes`` for untiled layouts. Summed over tuple leaves.
+            TPU layouts tile (``{1,0:T(8,128)(2,1)}``), and XLA's TPU cost analysis charges these padded sizes
+            (measured: ``f32[8,16]{1,0:T(8,128)}`` counts 4096 bytes; see docs/xla_cost_rules.md).
+        is_dynamic: whether a dim (of any tuple leaf) is dynamic (printed ``<=N``).
+
+    The four sizes are computed at construction (not passed in), and are plain attributes: the cost model reads
+    them per instruction, often through ``operator.attrgetter`` over a column of shapes, and the parser shares
+    one ``Shape`` per distinct shape text.
 
     >>> Shape("bf16", (2, 3)).size_bytes
     12
@@ -81,15 +99,16 @@ class Shape:
     dynamic_dims: tuple[bool, ...] = ()
     layout: Layout | None = None
     tuple_shapes: tuple[Shape, ...] = ()
-    # Sizes, computed once at construction (the cost model asks for them per instruction; the parser shares one
-    # Shape per distinct shape text): element count, packed bytes, padded bytes, dynamic.
-    _sizes: tuple[int, int, int, bool] = field(init=False, repr=False, compare=False, hash=False)
+    element_count: int = field(init=False, repr=False, compare=False, hash=False)
+    size_bytes: int = field(init=False, repr=False, compare=False, hash=False)
+    padded_size_bytes: int = field(init=False, repr=False, compare=False, hash=False)
+    is_dynamic: bool = field(init=False, repr=False, compare=False, hash=False)
 
     def __post_init__(self) -> None:
         if self.element_type == "tuple":
-            leaves = [s._sizes for s in self.tuple_shapes]
-            sizes = (sum(x[0] for x in leaves), sum(x[1] for x in leaves), sum(x[2] for x in leaves),
-                     any(x[3] for x in leaves))
+            leaves = self.tuple_shapes
+            sizes = (sum(x.element_count for x in leaves), sum(x.size_bytes for x in leaves),
+                     sum(x.padded_size_bytes for x in leaves), any(x.is_dynamic for x in leaves))
         elif self.element_type in ("token", "opaque"):
             sizes = (0, 0, 0, any(self.dynamic_dims))
         else:
@@ -97,7 +116,11 @@ class Shape:
             size = (n * ELEMENT_BITS.get(self.element_type, 0) + 7) // 8
             sizes = (n, size, self._padded_leaf_bytes() if self.layout is not None and self.layout.tiles
                      else size, any(self.dynamic_dims))
-        object.__setattr__(self, "_sizes", sizes)
+        setter = object.__setattr__
+        setter(self, "element_count", sizes[0])
+        setter(self, "size_bytes", sizes[1])
+        setter(self, "padded_size_bytes", sizes[2])
+        setter(self, "is_dynamic", sizes[3])
 
     @property
     def is_tuple(self) -> bool:
@@ -106,36 +129,6 @@ class Shape:
     @property
     def is_array(self) -> bool:
         return self.element_type not in ("tuple", "token", "opaque")
-
-    @property
-    def is_dynamic(self) -> bool:
-        """Whether a dim (of any tuple leaf) is dynamic (printed ``<=N``)."""
-        return self._sizes[3]
-
-    @property
-    def element_count(self) -> int:
-        """Number of elements of an array shape (1 for a scalar); for a tuple, the sum over its leaves."""
-        return self._sizes[0]
-
-    @property
-    def size_bytes(self) -> int:
-        """Bytes of the data, packed: ``ceil(elements * bits / 8)`` per array, summed over tuple leaves.
-
-        Excludes tuple index tables and tiling padding, as XLA's ``HloCostAnalysis`` does
-        (``ShapeUtil::ByteSizeOf`` of each leaf array). Dynamic dims count at their bound.
-        """
-        return self._sizes[1]
-
-    @property
-    def padded_size_bytes(self) -> int:
-        """Bytes the array occupies in memory with its layout's first tile applied: each of the most-minor
-        dims the tile covers is rounded up to a multiple of the tile (a scalar counts as one element padded
-        to the tile). Equals ``size_bytes`` for untiled layouts. Summed over tuple leaves.
-
-        TPU layouts tile (``{1,0:T(8,128)(2,1)}``), and XLA's TPU cost analysis charges these padded sizes
-        (measured: ``f32[8,16]{1,0:T(8,128)}`` counts 4096 bytes; see docs/xla_cost_rules.md).
-        """
-        return self._sizes[2]
 
     def _padded_leaf_bytes(self) -> int:
         layout = self.layout
@@ -306,6 +299,12 @@ class AttributeDecoder(Protocol):
 
 
 _NO_CALLS: Mapping[str, tuple[str, ...]] = MappingProxyType({})
+_NAME = attrgetter("name")
+#: ``HloComputation.instruction`` lookups by a scan of the names before it builds a name -> index dict.
+_SCANS_BEFORE_INDEX = 8
+_OPCODE = attrgetter("opcode")
+_SHAPE = attrgetter("shape")
+_OPERANDS = attrgetter("operands")
 _NOTHING_DECODED = DecodedAttributes(MappingProxyType({}), None, "", MappingProxyType({}), "")
 
 
@@ -422,23 +421,207 @@ class HloInstruction:
         return f"HloInstruction({self.name!r}, {self.opcode!r}, {self.shape})"
 
 
-@dataclass(frozen=True, slots=True)
-class HloComputation:
-    """A named list of instructions in order, one of them ``ROOT`` (XLA ``HloComputation``)."""
+class InstructionSource(Protocol):
+    """A parser's kept form of a computation body whose instructions are built on first use.
 
-    name: str
-    instructions: tuple[HloInstruction, ...]
-    root_name: str
-    is_entry: bool = False
-    parameter_shapes: tuple[Shape, ...] = ()
-    line: int = 0
+    Columns run over the instructions in printed order; ``build`` makes one instruction, ``build_all`` every
+    one (both must give equal results for the same index, and must not fail: the parser checks the body when
+    it reads it).
+    """
+
+    names: tuple[str, ...]
+    opcodes: tuple[str, ...]
+    shapes: tuple[Shape, ...]
+    #: parameter number -> index of that ``parameter`` instruction.
+    parameter_index: Mapping[int, int]
+
+    def build(self, index: int) -> HloInstruction: ...
+
+    def build_all(self) -> list[HloInstruction]: ...
+
+    def operands(self, index: int) -> tuple[str, ...]: ...
+
+    def operand_uses(self) -> Mapping[str, int]: ...
+
+
+class HloComputation:
+    """A named list of instructions in order, one of them ``ROOT`` (XLA ``HloComputation``).
+
+    Two ways to read it. ``instructions`` is the tuple of ``HloInstruction`` objects. The column view --
+    ``names``, ``opcodes``, ``shapes``, ``parameter_index``, ``operands_at``, ``operand_lists``, ``operand_uses``,
+    ``instruction_at``, ``instruction`` -- answers without building every instruction when the parser handed
+    the body over as an ``InstructionSource``: a 50 MB module holds ~300,000 fused instructions that the cost
+    model only needs as opcode and shape columns (``hloscope.cost``). ``instructions`` builds them all on
+    first access, reusing any built one by one before. Equality and hashing are by identity.
+
+    Args:
+        name: computation name without the ``%`` sigil.
+        instructions: the instructions, or None when ``source`` gives them.
+        root_name: the ``ROOT`` instruction's name.
+        is_entry: True for the module's ``ENTRY`` computation.
+        parameter_shapes: parameter shapes in parameter-number order.
+        line: 1-based line of the computation header in its source text (0 when unknown).
+        source: where the instructions come from when ``instructions`` is None.
+    """
+
+    __slots__ = ("name", "root_name", "is_entry", "parameter_shapes", "line", "_instructions", "_source",
+                 "_built", "_index", "_lookups")
+
+    def __init__(self, name: str, instructions: tuple[HloInstruction, ...] | None, root_name: str,
+                 is_entry: bool = False, parameter_shapes: tuple[Shape, ...] = (), line: int = 0, *,
+                 source: InstructionSource | None = None) -> None:
+        if instructions is None and source is None:
+            raise ValueError(f"computation {name!r}: give its instructions or a source of them")
+        self.name = name
+        self.root_name = root_name
+        self.is_entry = is_entry
+        self.parameter_shapes = parameter_shapes
+        self.line = line
+        self._instructions = instructions
+        self._source = None if instructions is not None else source
+        self._built: dict[int, HloInstruction] = {}
+        self._index: dict[str, int] | None = None
+        self._lookups = 0
+
+    @property
+    def instructions(self) -> tuple[HloInstruction, ...]:
+        insts = self._instructions
+        if insts is None:
+            assert self._source is not None
+            built = self._source.build_all()
+            for i, inst in self._built.items():  # keep the objects handed out one by one
+                built[i] = inst
+            insts = self._instructions = tuple(built)
+            self._source = None
+            self._built = {}
+        return insts
+
+    @property
+    def is_built(self) -> bool:
+        """True once ``instructions`` exists (always, for a computation made from instructions)."""
+        return self._instructions is not None
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Instruction names, in order."""
+        source = self._source
+        return source.names if source is not None else tuple(map(_NAME, self.instructions))
+
+    @property
+    def opcodes(self) -> tuple[str, ...]:
+        """Instruction opcodes, in order."""
+        source = self._source
+        return source.opcodes if source is not None else tuple(map(_OPCODE, self.instructions))
+
+    @property
+    def shapes(self) -> tuple[Shape, ...]:
+        """Instruction result shapes, in order."""
+        source = self._source
+        return source.shapes if source is not None else tuple(map(_SHAPE, self.instructions))
+
+    @property
+    def parameter_index(self) -> Mapping[int, int]:
+        """Parameter number -> index of its ``parameter`` instruction."""
+        source = self._source
+        if source is not None:
+            return source.parameter_index
+        return {inst.parameter_number: i for i, inst in enumerate(self.instructions) if inst.opcode == "parameter"}
+
+    def operands_at(self, index: int) -> tuple[str, ...]:
+        """Operand names of instruction ``index``, without building it."""
+        source = self._source
+        if source is None:
+            return self.instructions[index].operands
+        built = self._built.get(index)
+        return built.operands if built is not None else source.operands(index)
+
+    def operand_lists(self, indices: Iterable[int]) -> list[tuple[str, ...]]:
+        """Operand names of each instruction in ``indices``, without building them."""
+        source = self._source
+        if source is None or self._built:
+            return [self.operands_at(i) for i in indices]
+        operands = source.operands
+        return [operands(i) for i in indices]
+
+    def operand_uses(self) -> Mapping[str, int]:
+        """Operand name -> how many times instructions use it as an operand (twice in one operand list counts
+        2). Read-only: a caller that changes counts copies it first."""
+        source = self._source
+        if source is not None:
+            return source.operand_uses()
+        return Counter(chain.from_iterable(map(_OPERANDS, self.instructions)))
+
+    def instruction_at(self, index: int) -> HloInstruction:
+        """Instruction ``index`` (in printed order), built alone if the others are not. Raises IndexError."""
+        insts = self._instructions
+        if insts is not None:
+            return insts[index]
+        inst = self._built.get(index)
+        if inst is None:
+            assert self._source is not None
+            if index < 0:
+                index += len(self._source.names)
+            inst = self._built[index] = self._source.build(index)
+        return inst
+
+    def instruction(self, name: str) -> HloInstruction:
+        """The instruction called ``name``. Raises KeyError naming the computation when there is none."""
+        index = self._index
+        try:
+            if index is None:
+                # A few lookups scan the names (in C); more make an index worth building.
+                self._lookups += 1
+                if self._lookups <= _SCANS_BEFORE_INDEX:
+                    return self.instruction_at(self.names.index(name))
+                names = self.names
+                index = self._index = dict(zip(names, range(len(names))))
+            return self.instruction_at(index[name])
+        except (KeyError, ValueError):
+            raise KeyError(f"computation {self.name!r} has no instruction {name!r}") from None
+
+    def instruction_map(self) -> Mapping[str, HloInstruction]:
+        """Name -> instruction: a dict once the instructions are built, else a view that builds only the
+        instructions looked up."""
+        if self._instructions is not None:
+            insts = self._instructions
+            return dict(zip(map(_NAME, insts), insts))
+        return _InstructionView(self)
 
     @property
     def root(self) -> HloInstruction:
-        for inst in reversed(self.instructions):
-            if inst.name == self.root_name:
-                return inst
-        raise KeyError(self.root_name)  # pragma: no cover - the parser guarantees a root
+        """The ``ROOT`` instruction (XLA prints it last, as a rule)."""
+        return self.instruction_at(self.root_index)
+
+    @property
+    def root_index(self) -> int:
+        """Index of the ``ROOT`` instruction."""
+        names = self.names
+        return len(names) - 1 if names[-1] == self.root_name else names.index(self.root_name)
+
+    def __len__(self) -> int:
+        insts = self._instructions
+        return len(insts) if insts is not None else len(self.names)
+
+    def __repr__(self) -> str:
+        return f"HloComputation({self.name!r}, {len(self)} instructions, root={self.root_name!r})"
+
+
+class _InstructionView(Mapping[str, "HloInstruction"]):
+    """``HloComputation.instruction_map`` of a computation not built yet."""
+
+    __slots__ = ("_comp",)
+
+    def __init__(self, comp: HloComputation) -> None:
+        self._comp = comp
+
+    def __getitem__(self, name: str) -> HloInstruction:
+        return self._comp.instruction(name)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._comp.names)
+
+    def __len__(self) -> int:
+        return len(self._comp)
 
 
 @dataclass(frozen=True, slots=True)

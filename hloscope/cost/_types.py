@@ -50,7 +50,8 @@ class CostContext:
     Attributes:
         module: the module being costed.
         computation: the computation holding the instruction.
-        by_name: instruction name -> instruction, for that computation.
+        by_name: instruction name -> instruction, for that computation (``HloComputation.instruction_map``: a
+            computation not built yet builds only the instructions looked up).
     """
 
     __slots__ = ("module", "computation", "by_name", "_computation_cost")
@@ -59,7 +60,7 @@ class CostContext:
                  computation_cost: Callable[[str], OpCost]) -> None:
         self.module = module
         self.computation = computation
-        self.by_name: Mapping[str, HloInstruction] = {i.name: i for i in computation.instructions}
+        self.by_name: Mapping[str, HloInstruction] = computation.instruction_map()
         self._computation_cost = computation_cost
 
     def operand_shapes(self, inst: HloInstruction) -> list[Shape]:

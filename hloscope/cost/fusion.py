@@ -23,8 +23,9 @@ only its update.
 
 from __future__ import annotations
 
-from operator import attrgetter
-from typing import TYPE_CHECKING, Callable
+from collections import Counter
+from itertools import chain, compress
+from typing import TYPE_CHECKING, Callable, Mapping
 
 from hloscope.cost._types import OpCost
 
@@ -34,9 +35,10 @@ if TYPE_CHECKING:
 
 _SLICING = frozenset({"slice", "dynamic-slice", "gather"})
 _LOOK_THROUGH = frozenset({"bitcast", "get-tuple-element"})
-_NAME = attrgetter("name")
 #: Users after which a parameter may be read in part (or looked through).
 _NOT_PLAIN = _SLICING | _LOOK_THROUGH | {"fusion", "dynamic-update-slice"}
+#: Root opcodes after which the fusion may write less than its result (``_written``).
+_WRITES_PART = frozenset({"dynamic-update-slice", "tuple", "bitcast"})
 
 
 class FusionBytes:
@@ -46,105 +48,120 @@ class FusionBytes:
     __slots__ = ("read_per_parameter", "written")
 
     def __init__(self, comp: HloComputation, nested: Callable[[str], FusionBytes] | None = None) -> None:
-        instructions = comp.instructions
-        by_name = dict(zip(map(_NAME, instructions), instructions))
-        params = []
-        look_through = []
+        # Read from the computation's columns (``HloComputation``): only the instructions a rule follows are
+        # looked at one by one. A value with a "plain" user -- any instruction not in ``_NOT_PLAIN`` -- or
+        # passed through as the root is read whole (rule 4), whatever else reads it.
+        opcodes = comp.opcodes
+        shapes = comp.shapes
+        names = comp.names
+        present = set(opcodes)
         constants = 0
-        for inst in instructions:
-            opcode = inst.opcode
-            if opcode == "parameter":
-                params.append(inst)
-            elif opcode in _LOOK_THROUGH:
-                look_through.append(inst)
-            elif opcode == "constant" and inst.shape.element_count > 1:
-                # A constant of more than one element lives in HBM and is read (XLA charges it too).
-                constants += inst.shape.padded_size_bytes
-        # Users only of what the parameter rules follow: parameters and their bitcasts/get-tuple-elements.
-        tracked = set(map(_NAME, params))
-        grown = True
-        while grown and look_through:
-            grown = False
-            for inst in look_through:
-                if inst.name not in tracked and inst.operands and inst.operands[0] in tracked:
-                    tracked.add(inst.name)
-                    grown = True
-        users: dict[str, list[HloInstruction]] = {}
-        disjoint = tracked.isdisjoint
-        for inst in instructions:
-            operands = inst.operands
-            if operands and not disjoint(operands):
-                for op in operands:
-                    if op in tracked:
-                        users.setdefault(op, []).append(inst)
+        if "constant" in present:
+            # A constant of more than one element lives in HBM and is read (XLA charges it too).
+            constants = sum([s.padded_size_bytes for s in compress(shapes, map("constant".__eq__, opcodes))
+                             if s.element_count > 1])
         root = comp.root_name
-        read: dict[int, int] = {p.parameter_number: _parameter_read(p, users, nested, root) for p in params}
-        read[-1] = constants
-        self.read_per_parameter = read
-        self.written = _written(by_name[root], by_name)
-
-
-def _terminal_users(name: str, users: dict[str, list[HloInstruction]],
-                    root: str = "") -> list[tuple[HloInstruction, str]] | None:
-    """Users of ``name``, looking through bitcasts/get-tuple-elements: (user, the operand name it uses).
-    None when ``name`` (or a bitcast of it) is the computation's root: the value leaves whole."""
-    out = []
-    stack = [name]
-    seen = set()
-    while stack:
-        n = stack.pop()
-        if n == root:
-            return None
-        for u in users.get(n, ()):
-            if u.opcode in _LOOK_THROUGH:
-                if u.name not in seen:
-                    seen.add(u.name)
-                    stack.append(u.name)
-            else:
-                out.append((u, n))
-    return out
-
-
-def _parameter_read(param: HloInstruction, users: dict[str, list[HloInstruction]],
-                    nested: Callable[[str], FusionBytes] | None, root: str) -> int:
-    full = param.shape.padded_size_bytes
-    direct = users.get(param.name, ())
-    if any(u.opcode not in _NOT_PLAIN for u in direct):
-        return full  # a plain use reads it whole, whatever else reads it (the common case, decided early)
-    terminal = _terminal_users(param.name, users, root)
-    if terminal is None:
-        return full  # passed through to the result
-    if not terminal:
-        return 0  # an unused parameter is not read (XLA agrees)
-    sliced = 0
-    seen: set[str] = set()
-    for user, used in terminal:
-        if user.opcode == "fusion" and nested is not None and user.called_computations.get("calls"):
-            # A nested fusion reads what its own parameter rules say (e.g. only a dynamic-slice of it).
-            inner = nested(user.called_computations["calls"][0])
-            part = sum(inner.read_per_parameter.get(i, full) for i, op in enumerate(user.operands) if op == used)
-            if part >= full:
-                return full
-            sliced += part
-            continue
-        if user.opcode in _SLICING and user.operands and user.operands[0] == used:
-            if user.name not in seen:
-                seen.add(user.name)
-                sliced += user.shape.padded_size_bytes
-        elif user.opcode == "dynamic-update-slice" and user.operands[0] == used and used not in user.operands[1:]:
-            continue
+        read: dict[int, int] = {-1: constants}
+        if _NOT_PLAIN.isdisjoint(present):  # every use is plain: a parameter is read whole, or not at all
+            used = comp.operand_uses()
+            for number, i in comp.parameter_index.items():
+                name = names[i]
+                read[number] = shapes[i].padded_size_bytes if name in used or name == root else 0
         else:
-            return param.shape.padded_size_bytes
+            not_plain = list(compress(range(len(opcodes)), map(_NOT_PLAIN.__contains__, opcodes)))
+            not_plain_operands = comp.operand_lists(not_plain)
+            # A value has a plain user when it has more uses than its uses by ``_NOT_PLAIN`` instructions.
+            uses = comp.operand_uses()
+            not_plain_uses = Counter(chain.from_iterable(not_plain_operands))
+            users = None
+            for number, i in comp.parameter_index.items():
+                name = names[i]
+                if uses.get(name, 0) > not_plain_uses.get(name, 0) or name == root:  # the common case
+                    read[number] = shapes[i].padded_size_bytes
+                else:
+                    if users is None:
+                        users = _users(not_plain, not_plain_operands)
+                    read[number] = _parameter_read(comp, i, users, uses, not_plain_uses, nested)
+        self.read_per_parameter = read
+        root_index = comp.root_index
+        self.written = (_written(comp.root, comp) if opcodes[root_index] in _WRITES_PART
+                        else shapes[root_index].padded_size_bytes)
+
+
+def _users(not_plain: list[int], operand_lists: list[tuple[str, ...]]) -> dict[str, list[int]]:
+    """Value name -> indices of the ``_NOT_PLAIN`` instructions that take it as an operand (each once)."""
+    users: dict[str, list[int]] = {}
+    for i, operands in zip(not_plain, operand_lists):
+        for op in operands:
+            found = users.get(op)
+            if found is None:
+                users[op] = [i]
+            elif found[-1] != i:  # the same value twice in one operand list: one user
+                found.append(i)
+    return users
+
+
+def _parameter_read(comp: HloComputation, param: int, users: dict[str, list[int]], uses: Mapping[str, int],
+                    not_plain_uses: Counter[str], nested: Callable[[str], FusionBytes] | None) -> int:
+    """Bytes read of parameter (instruction index) ``param``, which has no plain user: what its slicing users
+    take (rules 1-3), looking through bitcasts and get-tuple-elements; the whole parameter as soon as one of
+    those has a plain user or is the root; 0 when nothing uses it."""
+    opcodes = comp.opcodes
+    names = comp.names
+    root = comp.root_name
+    full = comp.shapes[param].padded_size_bytes
+    sliced = 0
+    seen: set[int] = set()
+    stack = [names[param]]
+    while stack:
+        used = stack.pop()
+        for user in users.get(used, ()):
+            opcode = opcodes[user]
+            if opcode in _LOOK_THROUGH:
+                if user not in seen:
+                    seen.add(user)
+                    name = names[user]
+                    if uses.get(name, 0) > not_plain_uses.get(name, 0) or name == root:
+                        return full
+                    stack.append(name)
+            elif opcode == "fusion" and nested is not None:
+                calls = comp.instruction_at(user).called_computations.get("calls")
+                if not calls:
+                    return full
+                # A nested fusion reads what its own parameter rules say (e.g. only a dynamic-slice of it).
+                inner = nested(calls[0])
+                part = sum(inner.read_per_parameter.get(i, full) for i, op in enumerate(comp.operands_at(user))
+                           if op == used)
+                if part >= full:
+                    return full
+                sliced += part
+            elif opcode in _SLICING:
+                if comp.operands_at(user)[0] != used:
+                    return full
+                if user not in seen:
+                    seen.add(user)
+                    sliced += comp.shapes[user].padded_size_bytes
+            elif opcode == "dynamic-update-slice":
+                operands = comp.operands_at(user)
+                if operands[0] != used or used in operands[1:]:
+                    return full
+            else:
+                return full
     return sliced
 
 
-def _written(root: HloInstruction, by_name: dict[str, HloInstruction]) -> int:
-    if root.opcode == "dynamic-update-slice":
-        return by_name[root.operands[1]].shape.padded_size_bytes
-    if root.opcode == "tuple":
-        return sum(_written(by_name[o], by_name) for o in root.operands)
-    if root.opcode == "bitcast" and by_name[root.operands[0]].opcode == "dynamic-update-slice":
-        return _written(by_name[root.operands[0]], by_name)
+def _written(root: HloInstruction, comp: HloComputation) -> int:
+    """Bytes the fusion writes: its result, but only the update of a dynamic-update-slice result (alone, in a
+    tuple, or under a bitcast)."""
+    opcode = root.opcode
+    if opcode == "dynamic-update-slice":
+        return comp.instruction(root.operands[1]).shape.padded_size_bytes
+    if opcode == "tuple":
+        return sum(_written(comp.instruction(o), comp) for o in root.operands)
+    if opcode == "bitcast":
+        operand = comp.instruction(root.operands[0])
+        if operand.opcode == "dynamic-update-slice":
+            return _written(operand, comp)
     return root.shape.padded_size_bytes
 
 
@@ -160,7 +177,8 @@ def cost(inst: HloInstruction, ctx: CostContext, fusion_bytes: FusionBytes) -> O
         if op in seen:  # the same value passed twice is read once
             continue
         seen.add(op)
-        read += read_table.get(i, by_name[op].shape.padded_size_bytes)
+        part = read_table.get(i)
+        read += by_name[op].shape.padded_size_bytes if part is None else part
     flags = inner.flags
     if inst.shape.is_dynamic:
         flags = flags | {"dynamic-shape"}

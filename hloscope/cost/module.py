@@ -16,6 +16,8 @@ Notes:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import compress
+from operator import attrgetter
 from typing import TYPE_CHECKING
 
 from hloscope._gc import paused_gc
@@ -35,7 +37,11 @@ if TYPE_CHECKING:
 #: Opcodes without FLOPs (``data_movement``), skipped by ``_Analyzer.computation_work``; of these, the ones
 #: costed by ``boundary`` carry its ``dynamic-shape`` flag.
 _NO_WORK = FREE_OPCODES | MOVE_OPCODES | {"slice", "dynamic-slice", "dynamic-update-slice", "gather"}
-_BOUNDARY_MOVES = MOVE_OPCODES
+#: What ``computation_work`` costs without a rule, and of those, the opcodes whose dynamic shapes are flagged.
+_INLINE_WORK = _NO_WORK | _FLOP_OPCODES | _TRANSCENDENTAL_OPCODES
+_DYNAMIC_FLAGGED = MOVE_OPCODES | _FLOP_OPCODES | _TRANSCENDENTAL_OPCODES
+_ELEMENTS = attrgetter("element_count")
+_IS_DYNAMIC = attrgetter("is_dynamic")
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,34 +153,34 @@ class _Analyzer:
         """FLOPs, transcendentals, wire bytes and flags of a computation run once, without HBM bytes: for
         fused computations and reducers, whose values stay on chip (their caller charges its boundary).
 
-        The single pass over the instructions adds elementwise FLOPs and transcendentals itself (one per
-        output element, as ``elementwise.cost`` counts them) and skips data movement, which has none; every
-        other instruction takes its rule, as in ``visit``.
+        Elementwise FLOPs and transcendentals are summed here over the opcode and shape columns (one per output
+        element, as ``elementwise.cost`` counts them), and data movement, which has none, is skipped, all
+        without building those instructions; every other instruction is built and takes its rule, as in
+        ``visit``.
         """
         total = self.work.get(name)
         if total is None:
             comp = self.module.computation(name)
-            flops = transcendentals = 0.0
-            dynamic = False
-            others = []
-            for inst in comp.instructions:
-                opcode = inst.opcode
-                if opcode in _FLOP_OPCODES:
-                    shape = inst.shape
-                    flops += shape.element_count
-                    dynamic = dynamic or shape.is_dynamic
-                elif opcode in _NO_WORK:
-                    dynamic = dynamic or (opcode in _BOUNDARY_MOVES and inst.shape.is_dynamic)
-                elif opcode in _TRANSCENDENTAL_OPCODES:
-                    shape = inst.shape
-                    transcendentals += shape.element_count
-                    dynamic = dynamic or shape.is_dynamic
-                else:
-                    others.append(inst)
+            # Columns, not instructions (a fused computation's instructions need not be built, see
+            # ``HloComputation``), summed in C: elements of the results of elementwise opcodes.
+            opcodes = comp.opcodes
+            shapes = comp.shapes
+            present = set(opcodes)
+            flops = transcendentals = 0
+            if not _FLOP_OPCODES.isdisjoint(present):
+                flops = sum(map(_ELEMENTS, compress(shapes, map(_FLOP_OPCODES.__contains__, opcodes))))
+            if not _TRANSCENDENTAL_OPCODES.isdisjoint(present):
+                transcendentals = sum(map(_ELEMENTS, compress(shapes, map(_TRANSCENDENTAL_OPCODES.__contains__,
+                                                                           opcodes))))
+            dynamic = any(map(_IS_DYNAMIC, shapes)) and any(
+                shape.is_dynamic for opcode, shape in zip(opcodes, shapes)
+                if opcode in _DYNAMIC_FLAGGED)
+            rule_opcodes = present.difference(_INLINE_WORK)
+            others = [i for i, opcode in enumerate(opcodes) if opcode in rule_opcodes] if rule_opcodes else []
             rest = ZERO
             if others:
                 rows: list[CostRow] = []
-                self.visit(comp, 1.0, rows, others)
+                self.visit(comp, 1.0, rows, [comp.instruction_at(i) for i in others])
                 rest = summed(rows)
             flags = rest.flags | {"dynamic-shape"} if dynamic else rest.flags
             total = self.work[name] = OpCost(flops + rest.flops, transcendentals + rest.transcendentals, 0.0, 0.0,
@@ -187,10 +193,12 @@ class _Analyzer:
         times, and the rows of the computations they run (loop bodies, callees)."""
         from hloscope.cost import RULES
 
+        if instructions is None:
+            instructions = comp.instructions  # (built before the context, which then indexes them in a dict)
         ctx = self.context(comp)
         name = comp.name
         append = rows.append
-        for inst in comp.instructions if instructions is None else instructions:
+        for inst in instructions:
             opcode = inst.opcode
             rule = RULES.get(opcode)
             if rule is not None:

@@ -20,8 +20,9 @@ failure is an ``HloParseError`` naming the source, line, column, computation and
 from __future__ import annotations
 
 import re
-from itertools import chain
-from operator import attrgetter
+from collections import Counter
+from itertools import chain, compress, repeat
+from operator import attrgetter, itemgetter
 from typing import Any
 
 from hloscope.hlo import (
@@ -51,6 +52,9 @@ _SHAPE_PRESERVING = frozenset(
 _NO_CALLS: dict[str, tuple[str, ...]] = {}
 _SIGIL_FINDALL = r.SIGIL_NAME.findall
 _NAME = attrgetter("name")
+_G0, _G1, _G2, _G3, _G4, _G5, _G6 = (itemgetter(i) for i in range(7))
+#: Known opcodes whose operand list names instructions (a parameter's holds its number, a constant's its value).
+_NAMES_OPERANDS = KNOWN_OPCODES - {"parameter", "constant"}
 _OPERANDS = attrgetter("operands")
 _CALLED_COMPUTATIONS = attrgetter("called_computations")
 _CALL_KEYS = sorted(set(CALLED_COMPUTATION_ROLES) | LIST_CALL_KEYS, key=lambda k: (-len(k), k))
@@ -64,14 +68,15 @@ _INSTRUCTION_LINE = re.compile(r.INSTRUCTION_FAST.pattern + r"(?=\n|\Z)", re.VER
 #: Last characters of a line whose attribute value continues on the next line.
 _CONTINUES = frozenset(",={[(: \t\r")
 #: One whole line holding one instruction, its line break included, for ``findall`` over a body (``_block``):
-#: root marker, name sigil (``%`` or empty), name, shape, opcode, operands, attributes (from their ``,``, or empty).
+#: root marker, name sigil (``%`` or empty), name, shape, opcode, operands, attributes (from their ``,``, or empty;
+#: not ending in a character that leaves a value open, ``_CONTINUES``: such a line goes to the line-by-line loop).
 #: The spacing is XLA's exactly (one blank around ``=`` and after the shape; other spacing takes the
 #: line-by-line path); an array shape holds no blank, a tuple shape nests at most 4 levels of parentheses
 #: (layout tiles ``T(8,128)`` count). The shape is validated by ``parse_shape`` (cached per text).
 _BLOCK_LINE = re.compile(
     r"^ *(ROOT )?(%?)([^\s=%]+) = "
     r"([a-z][^ \n]*|\((?:[^()\n]|\((?:[^()\n]|\((?:[^()\n]|\([^()\n]*\))*\))*\))*\)) "  # array, or tuple
-    r"([a-z][a-z0-9\-_]*)\(([^()\n]*)\)(,[^\n]*|)\n",
+    r"([a-z][a-z0-9\-_]*)\(([^()\n]*)\)(,[^\n]*[^\n,={\[(: \t\r]|)\n",
     re.MULTILINE,
 )
 _MODULE_HEADER = re.compile(r"\s*HloModule[ \t]+([^\s,]+)")
@@ -119,7 +124,7 @@ def split_modules(text: str) -> list[str]:
 
 class _Parser:
     __slots__ = ("src", "source", "shapes", "metadata", "unknown_opcodes", "frames", "computation", "inline",
-                 "line_starts", "done", "pending", "anon", "infer_for", "infer_index", "inline_depth")
+                 "line_starts", "done", "pending", "anon", "infer_for", "infer_index", "inline_depth", "lazy")
 
     def __init__(self, src: str, source: str) -> None:
         self.src = src
@@ -139,6 +144,8 @@ class _Parser:
         self.infer_for: list[HloInstruction] | None = None
         self.infer_index: dict[str, HloInstruction] = {}
         self.inline_depth = 0
+        #: Bodies whose instructions are built on first use (``_lazy_body``), by computation name.
+        self.lazy: dict[str, _LazyBody] = {}
 
     # -- errors ------------------------------------------------------------------------------------
 
@@ -292,7 +299,15 @@ class _Parser:
         if pos == 0 or src[pos - 1] == "\n":
             block = self._block(pos, lineno, instructions)
             if block is not None:
-                pos, lineno, root, params = block
+                pos, lineno, root, params, lazy = block
+                if lazy is not None:  # (only when the body ends with "}\n")
+                    self.lazy[comp_name] = lazy
+                    comp = HloComputation(comp_name, None, root, is_entry,
+                                          tuple([lazy.shapes[lazy.parameter_index[k]]
+                                                 for k in sorted(lazy.parameter_index)]),
+                                          start_line, source=lazy)
+                    self.computation = outer
+                    return comp, pos + 2, lineno + 1
                 if src.startswith("}\n", pos):  # the usual end: the next line is not a continuation
                     return self._computation_end(comp_name, is_entry, instructions, root, params, header_pos,
                                                  start_line, outer, pos + 2, lineno + 1)
@@ -408,12 +423,13 @@ class _Parser:
         return comp, pos, lineno
 
     def _block(self, pos: int, lineno: int, instructions: list[HloInstruction]
-               ) -> tuple[int, int, str, list[HloInstruction]] | None:
+               ) -> tuple[int, int, str, list[HloInstruction] | None, _LazyBody | None] | None:
         """The fast path for a whole body: when every line from ``pos`` (a line start) to the first ``}`` at the
         start of a line is a complete one-line instruction -- as in every computation XLA prints -- read them all
-        with one ``findall`` and append them to ``instructions``. Returns the position of that ``}`` line, its line
-        number, the root's name and the parameters; None (nothing appended) when any line needs the line-by-line
-        loop, which then reads the body from ``pos`` again (and reports any error with its position)."""
+        with one ``findall``. Returns the position of that ``}`` line, its line number, the root's name, and
+        either the parameters (the instructions appended to ``instructions``) or a ``_LazyBody`` that builds
+        them on first use (``_lazy_body``). None (nothing appended) when any line needs the line-by-line loop,
+        which then reads the body from ``pos`` again (and reports any error with its position)."""
         src = self.src
         end = src.find("\n}", pos - 1)
         if end < pos:
@@ -425,6 +441,86 @@ class _Parser:
         matches = _BLOCK_LINE.findall(src, pos, stop)
         if len(matches) != n_lines:
             return None  # a line that is not a one-line instruction (comment, blank, continuation, ...)
+        if src.startswith("}\n", stop):
+            lazy = self._lazy_body(matches, lineno, pos, stop)
+            if lazy is not None:
+                return stop, lineno + n_lines, lazy.root, None, lazy
+        rows = self._rows(matches, lineno)
+        if rows is None:
+            return None
+        out, root, params = rows
+        instructions.extend(out)
+        return stop, lineno + n_lines, root, params, None
+
+    def _lazy_body(self, matches: list[tuple[str, ...]], lineno: int, pos: int, stop: int) -> _LazyBody | None:
+        """Check a body read by ``_block`` without building its instructions: everything ``_rows`` and
+        ``_finish`` would check of it (one instruction a line, unique names, one root, shapes, parameter
+        numbers, operands naming instructions of the body, called computations as plain names), each over the
+        whole body at once. Returns the ``_LazyBody`` that builds the instructions on first use, or None when a
+        check fails or the body needs a closer look: the instructions are then built at once (``_rows``), and
+        any error is reported from there."""
+        n = len(matches)
+        src = self.src
+        if src.count(" = ", pos, stop) != n:
+            return None  # ` = ` in the attributes: a second instruction on a line
+        names = tuple(map(_G2, matches))
+        name_set = set(names)
+        if len(name_set) != n:
+            return None
+        marks = list(map(_G0, matches))
+        roots = n - marks.count("")
+        if roots > 1:
+            return None
+        root = names[marks.index("ROOT ")] if roots else names[-1]
+        shapes = self.shapes
+        shape_texts = list(map(_G3, matches))
+        for text in set(shape_texts).difference(shapes):
+            try:
+                shapes[text] = r.parse_shape(text)
+            except ValueError:
+                return None
+        opcodes = tuple(map(_G4, matches))
+        opcode_set = set(opcodes)
+        unknown = opcode_set.difference(KNOWN_OPCODES)
+        parameter_index: dict[int, int] = {}
+        if "parameter" in opcode_set:
+            selected = list(map("parameter".__eq__, opcodes))
+            try:
+                numbers = list(map(int, map(_G5, compress(matches, selected))))
+            except ValueError:
+                return None
+            parameter_index = dict(zip(numbers, compress(range(n), selected)))
+            if len(parameter_index) != len(numbers):
+                return None  # a number taken twice: left to the checks of the instructions built at once
+        rests = list(map(_G6, matches))
+        sigils = list(map(_G1, matches))
+        if "" in sigils:  # a name printed without '%': its called computations are found by key (as in _rows)
+            hint = _CALL_KEY_HINT.search
+            calling = [i for i, (sigil, rest) in enumerate(zip(sigils, rests))
+                       if rest and (("=%" in rest or "={%" in rest) if sigil else hint(rest))]
+        else:  # (most attribute texts hold no '%' at all: found in C)
+            calling = [i for i in compress(range(n), map(str.__contains__, rests, repeat("%")))
+                       if "=%" in rests[i] or "={%" in rests[i]]
+        called = {}
+        for i in calling:
+            c = self._called(rests[i], lineno + i)
+            if c is None:
+                return None  # a computation written in place
+            if c:
+                called[i] = c
+        used = _used_names(matches, opcodes, unknown)
+        if not name_set.issuperset(used):
+            return None
+        if unknown:
+            self.unknown_opcodes.update(unknown.difference(ASYNC_FORMS))
+        return _LazyBody(self, matches, lineno, names, opcodes, tuple(map(shapes.__getitem__, shape_texts)),
+                         parameter_index, called, used, root)
+
+    def _rows(self, matches: list[tuple[str, ...]], lineno: int
+              ) -> tuple[list[HloInstruction], str, list[HloInstruction]] | None:
+        """Build the instructions of ``findall`` rows of ``_BLOCK_LINE`` (one a line, the first on line
+        ``lineno``); return them, the root's name (``""`` when no ROOT) and the parameters. None when a row needs
+        the line-by-line loop."""
         shapes = self.shapes
         known = KNOWN_OPCODES
         findall = _SIGIL_FINDALL
@@ -491,8 +587,7 @@ class _Parser:
                 root = name
             append(inst)
             ln += 1
-        instructions.extend(out)
-        return stop, ln, root, params
+        return out, root, params
 
     def _infer_shape(self, inst: HloInstruction, before: list[HloInstruction], pos: int) -> HloInstruction:
         """Shape of an instruction printed without one, which XLA's parser infers (``ShapeInference``).
@@ -983,6 +1078,8 @@ class _Parser:
                 raise self.error(f"duplicate computation name {comp.name!r} (the first is at line "
                                  f"{by_name[comp.name].line})", self._locate(comp.line, comp.name))
             by_name[comp.name] = comp
+            if not comp.is_built:
+                continue  # checked as a whole body when read (_lazy_body)
             instructions = comp.instructions
             local = set(map(_NAME, instructions))
             if len(local) != len(instructions):
@@ -1001,6 +1098,17 @@ class _Parser:
                                          self._locate(inst.line, op, after="("), inst.name)
         for comp in computations:
             self.computation = comp.name
+            lazy = self.lazy.get(comp.name) if not comp.is_built else None
+            if lazy is not None:
+                for callee in chain.from_iterable(chain.from_iterable(c.values() for c in lazy.called.values())):
+                    if callee not in by_name:
+                        # Build the one instruction that names it, to say which.
+                        index = next(i for i, c in lazy.called.items() if callee in chain.from_iterable(c.values()))
+                        inst = comp.instruction_at(index)
+                        role = next(role for role, names in inst.called_computations.items() if callee in names)
+                        raise self.error(f"{role}={callee!r} names no computation of this module",
+                                         self._locate(inst.line, callee, after=")"), inst.name)
+                continue
             for inst in filter(_CALLED_COMPUTATIONS, comp.instructions):
                 for role, names in inst.called_computations.items():
                     for callee in names:
@@ -1048,6 +1156,85 @@ class _Parser:
                 starts.append(pos + 1)
                 pos = find("\n", pos + 1)
         return starts[lineno - 1] if 0 < lineno <= len(starts) else len(self.src)
+
+
+class _LazyBody:
+    """``hlo.InstructionSource`` of a body that ``_Parser._lazy_body`` checked: the ``findall`` rows of
+    ``_BLOCK_LINE`` and the columns made from them; the instructions are built from the rows on first use."""
+
+    __slots__ = ("parser", "rows", "line", "names", "opcodes", "shapes", "parameter_index", "called", "used",
+                 "root")
+
+    def __init__(self, parser: _Parser, rows: list[tuple[str, ...]], line: int, names: tuple[str, ...],
+                 opcodes: tuple[str, ...], shapes: tuple[Shape, ...], parameter_index: dict[int, int],
+                 called: dict[int, dict[str, tuple[str, ...]]], used: Counter[str], root: str) -> None:
+        self.parser = parser
+        self.rows = rows
+        self.line = line
+        self.names = names
+        self.opcodes = opcodes
+        self.shapes = shapes
+        self.parameter_index = parameter_index
+        #: instruction index -> called computations, for the instructions that call any.
+        self.called = called
+        #: operand name -> number of uses (``operand_uses``).
+        self.used = used
+        self.root = root
+
+    def build(self, index: int) -> HloInstruction:
+        return self._built([self.rows[index]], self.line + index)[0]
+
+    def build_all(self) -> list[HloInstruction]:
+        return self._built(self.rows, self.line)
+
+    def _built(self, rows: list[tuple[str, ...]], line: int) -> list[HloInstruction]:
+        if len(rows) > 1:
+            with paused_gc():  # (see parse_hlo_text)
+                built = self.parser._rows(rows, line)
+        else:
+            built = self.parser._rows(rows, line)
+        if built is None:  # pragma: no cover - _lazy_body checked everything _rows checks
+            raise RuntimeError(f"hloscope: could not build the instructions checked at line {line}")
+        return built[0]
+
+    def operands(self, index: int) -> tuple[str, ...]:
+        row = self.rows[index]
+        text = row[5]
+        if text[:1] == "%" and "," not in text and "/" not in text and row[4] in KNOWN_OPCODES:
+            return (text[1:],)  # one operand (bitcast, slice, ...): what _row_operands reads, sooner
+        return _row_operands(row[4], text)
+
+    def operand_uses(self) -> Counter[str]:
+        return self.used
+
+
+def _row_operands(opcode: str, text: str) -> tuple[str, ...]:
+    """Operand names of one ``_BLOCK_LINE`` row, read as ``_Parser._rows`` reads them."""
+    if not text or opcode == "parameter" or opcode == "constant":
+        return ()
+    if text[0] == "%" and opcode in KNOWN_OPCODES:
+        if "/" in text:
+            operands = tuple(_SIGIL_FINDALL(text))
+            return operands if len(operands) == text.count(", ") + 1 else _operand_list(text)
+        operands = tuple(text[1:].split(", %"))
+        return operands if len(operands) == text.count(",") + 1 else _operand_list(text)
+    return _operand_list(text)
+
+
+def _used_names(rows: list[tuple[str, ...]], opcodes: tuple[str, ...], unknown: set[str]) -> Counter[str]:
+    """Operand name -> number of uses over ``rows``, operands read as ``_row_operands`` reads them row by row;
+    over the whole body at once when every operand list is XLA's ``%a, %b`` (one join, one split)."""
+    if not unknown:
+        texts = list(filter(None, compress(map(_G5, rows), map(_NAMES_OPERANDS.__contains__, opcodes))))
+        if not texts:
+            return Counter()
+        joined = ", ".join(texts)
+        seps = joined.count(", ")
+        # Each list starts with '%', and every ',', ' ' and '%' is part of a ", %" separator: split there.
+        if (joined[0] == "%" and "/" not in joined and joined.count(", %") == seps and joined.count(",") == seps
+                and joined.count(" ") == seps and joined.count("%") == seps + 1):
+            return Counter(joined[1:].split(", %"))
+    return Counter(chain.from_iterable(_row_operands(opcode, text) for opcode, text in zip(opcodes, map(_G5, rows))))
 
 
 def _split_attributes(text: str) -> list[tuple[str, str]] | None:

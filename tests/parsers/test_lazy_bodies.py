@@ -1,0 +1,123 @@
+"""Computations whose instructions are built on first use (``HloComputation`` with an ``InstructionSource``).
+
+The parser hands over the bodies XLA prints as rows checked in bulk (``_Parser._lazy_body``); the column view
+(names, opcodes, shapes, parameters, operands, uses) must then say exactly what the built instructions say, and
+the cost model -- which reads columns -- must give the same numbers on a module whose instructions were all
+built first (where the columns are derived from the instructions instead). Inputs: every HLO fixture, and the
+HLO texts of the public corpus that XLA accepts (skipped when the corpus is absent).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from itertools import chain
+from pathlib import Path
+
+import pytest
+
+from hloscope.cost import module_cost
+from hloscope.hlo import HloComputation, HloModule
+from hloscope.parsers import parse_hlo_text
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "hlo"
+FIXTURE_TEXTS = sorted(FIXTURES.glob("*.hlo.txt"))
+
+
+def _built(module: HloModule) -> HloModule:
+    for comp in module.computations:
+        comp.instructions
+    return module
+
+
+def _columns(comp: HloComputation) -> dict:
+    n = len(comp)
+    return {
+        "names": comp.names,
+        "opcodes": comp.opcodes,
+        "shapes": list(comp.shapes),
+        "parameter_index": dict(comp.parameter_index),
+        "operand_lists": comp.operand_lists(range(n)),
+        "operand_uses": dict(comp.operand_uses()),
+        "root_index": comp.root_index,
+        "len": n,
+    }
+
+
+def _from_instructions(comp: HloComputation) -> dict:
+    insts = comp.instructions
+    return {
+        "names": tuple(i.name for i in insts),
+        "opcodes": tuple(i.opcode for i in insts),
+        "shapes": [i.shape for i in insts],
+        "parameter_index": {i.parameter_number: k for k, i in enumerate(insts) if i.opcode == "parameter"},
+        "operand_lists": [i.operands for i in insts],
+        "operand_uses": dict(Counter(chain.from_iterable(i.operands for i in insts))),
+        "root_index": next(k for k, i in enumerate(insts) if i.name == comp.root_name),
+        "len": len(insts),
+    }
+
+
+def _check_columns(text: str, source: str) -> int:
+    """Columns of every not-yet-built computation against its built instructions; returns how many were lazy."""
+    module = parse_hlo_text(text, source)
+    lazy = 0
+    for comp in module.computations:
+        if comp.is_built:
+            continue
+        lazy += 1
+        columns = _columns(comp)
+        one = comp.instruction_at(len(comp) - 1)  # built alone, before the others
+        assert comp.instruction(comp.names[0]).name == comp.names[0]
+        assert not comp.is_built
+        assert columns == _from_instructions(comp), f"{source}: {comp.name}"
+        assert comp.is_built
+        assert comp.instructions[-1] is one, "an instruction built alone is the one the tuple holds"
+    return lazy
+
+
+@pytest.mark.parametrize("path", FIXTURE_TEXTS, ids=lambda p: p.name)
+def test_fixture_columns_match_the_built_instructions(path: Path) -> None:
+    lazy = _check_columns(path.read_text(), path.name)
+    assert lazy > 0, "XLA's own output takes the lazy path"
+
+
+@pytest.mark.parametrize("path", FIXTURE_TEXTS, ids=lambda p: p.name)
+def test_cost_is_the_same_on_columns_and_on_built_instructions(path: Path) -> None:
+    text = path.read_text()
+    lazy = module_cost(parse_hlo_text(text, path.name))
+    built = module_cost(_built(parse_hlo_text(text, path.name)))
+    assert len(lazy.rows) == len(built.rows)
+    for a, b in zip(lazy.rows, built.rows):
+        assert (a.computation, a.instruction.name, a.count) == (b.computation, b.instruction.name, b.count)
+        assert a.cost == b.cost, f"{path.name}: {a.instruction.name}"
+
+
+def test_corpus_columns_match_the_built_instructions(corpus_dir: Path) -> None:
+    checked = lazy = 0
+    for path in sorted(chain.from_iterable((corpus_dir / d).glob("*.txt") for d in ("hlo_cpu", "hlo_gpu",
+                                                                                    "hlo_tpu"))):
+        text = path.read_text(encoding="utf-8", errors="replace")
+        if len(text) > 3_000_000 or "HloModule" not in text:
+            continue
+        try:
+            lazy += _check_columns(text, path.name)
+        except Exception as e:  # noqa: BLE001 - texts XLA rejects may raise; the corpus test judges those
+            if type(e).__name__ != "HloParseError":
+                raise
+            continue
+        checked += 1
+    assert checked > 20 and lazy > 100, (checked, lazy)
+
+
+def test_a_computation_needs_instructions_or_a_source() -> None:
+    with pytest.raises(ValueError, match="give its instructions"):
+        HloComputation("c", None, "r")
+
+
+def test_instruction_lookup_names_the_computation() -> None:
+    module = parse_hlo_text((FIXTURES / "cpu_mlp_1dev.hlo.txt").read_text())
+    comp = module.entry
+    with pytest.raises(KeyError, match=f"computation '{comp.name}' has no instruction 'nope'"):
+        comp.instruction("nope")
+    for name in comp.names[:20]:  # past the scans, through the index
+        assert comp.instruction(name).name == name
