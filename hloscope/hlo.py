@@ -1,9 +1,11 @@
 """The in-memory model of an XLA HLO module: plain data, no I/O, no cost logic.
 
 The names follow XLA's own (``xla/hlo/ir/hlo_module.h``, ``hlo_computation.h``, ``hlo_instruction.h``,
-``xla/shape.h``). Every record is frozen after parsing. Typed attribute values (dimension numbers, windows,
+``xla/shape.h``). Every record is read-only after parsing. Typed attribute values (dimension numbers, windows,
 replica groups, ...) are the small records at the end of this module; attributes hloscope does not know are
-kept as their raw text.
+kept as their raw text. Two things are made on first use rather than by the parser, invisibly to a reader: an
+instruction's decoded attributes, and the instructions of a computation the parser handed over as columns
+(``HloComputation``, ``InstructionSource``).
 
 Units: sizes are bytes (``*_bytes``); nothing here has a time.
 """
@@ -441,7 +443,7 @@ class InstructionSource(Protocol):
 
     def operands(self, index: int) -> tuple[str, ...]: ...
 
-    def operand_uses(self) -> Mapping[str, int]: ...
+    def operand_uses(self) -> Counter[str]: ...
 
 
 class HloComputation:
@@ -543,9 +545,10 @@ class HloComputation:
         operands = source.operands
         return [operands(i) for i in indices]
 
-    def operand_uses(self) -> Mapping[str, int]:
+    def operand_uses(self) -> Counter[str]:
         """Operand name -> how many times instructions use it as an operand (twice in one operand list counts
-        2). Read-only: a caller that changes counts copies it first."""
+        2); names never used are absent (a ``Counter`` reads them as 0). Counted anew on each call: the caller
+        owns the result."""
         source = self._source
         if source is not None:
             return source.operand_uses()

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections import Counter
 from itertools import chain, compress
-from typing import TYPE_CHECKING, Callable, Mapping
+from typing import TYPE_CHECKING, Callable
 
 from hloscope.cost._types import OpCost
 
@@ -101,7 +101,7 @@ def _users(not_plain: list[int], operand_lists: list[tuple[str, ...]]) -> dict[s
     return users
 
 
-def _parameter_read(comp: HloComputation, param: int, users: dict[str, list[int]], uses: Mapping[str, int],
+def _parameter_read(comp: HloComputation, param: int, users: dict[str, list[int]], uses: Counter[str],
                     not_plain_uses: Counter[str], nested: Callable[[str], FusionBytes] | None) -> int:
     """Bytes read of parameter (instruction index) ``param``, which has no plain user: what its slicing users
     take (rules 1-3), looking through bitcasts and get-tuple-elements; the whole parameter as soon as one of

@@ -4,7 +4,13 @@ It reads everything XLA's own parser (``xla/hlo/parser/hlo_parser.cc``) reads --
 holds it to that on ~7,600 real texts -- and is fast where it matters, on XLA's own output. Three paths:
 
   1. Whole bodies (``_Parser._block``): a computation as XLA prints it, one instruction per line with XLA's
-     spacing, is read by one ``re.findall`` over the body and one short step per instruction.
+     spacing, is read by one ``re.findall`` over the body. Its rows are then checked as a whole -- unique
+     names, one root, shapes, parameter numbers, operands naming instructions of the body, called computations
+     as plain names -- with a few passes in C over their columns (``_Parser._lazy_body``), and the computation
+     keeps them (``_LazyBody``): it answers for its names, opcodes, shapes and operands from them, and builds
+     its ``HloInstruction`` objects only on first use (``HloComputation``). The cost model reads fused
+     computations through those columns and never builds most of them. A body whose check fails is built at
+     once, one short step per instruction (``_Parser._rows``), or read by the next path.
   2. Lines (the loop in ``_Parser._body``): one regex match per line (``_hlo_re.INSTRUCTION_FAST``) for bodies
      with comments, blank lines or other spacing.
   3. Tokens (``_Parser._general_instruction``): anything else -- a value over several lines, comments between
@@ -1167,7 +1173,7 @@ class _LazyBody:
 
     def __init__(self, parser: _Parser, rows: list[tuple[str, ...]], line: int, names: tuple[str, ...],
                  opcodes: tuple[str, ...], shapes: tuple[Shape, ...], parameter_index: dict[int, int],
-                 called: dict[int, dict[str, tuple[str, ...]]], used: Counter[str], root: str) -> None:
+                 called: dict[int, dict[str, tuple[str, ...]]], used: list[str], root: str) -> None:
         self.parser = parser
         self.rows = rows
         self.line = line
@@ -1177,7 +1183,7 @@ class _LazyBody:
         self.parameter_index = parameter_index
         #: instruction index -> called computations, for the instructions that call any.
         self.called = called
-        #: operand name -> number of uses (``operand_uses``).
+        #: every operand name, in order (``operand_uses`` counts them, each time: the count is not kept).
         self.used = used
         self.root = root
 
@@ -1205,7 +1211,7 @@ class _LazyBody:
         return _row_operands(row[4], text)
 
     def operand_uses(self) -> Counter[str]:
-        return self.used
+        return Counter(self.used)
 
 
 def _row_operands(opcode: str, text: str) -> tuple[str, ...]:
@@ -1221,20 +1227,20 @@ def _row_operands(opcode: str, text: str) -> tuple[str, ...]:
     return _operand_list(text)
 
 
-def _used_names(rows: list[tuple[str, ...]], opcodes: tuple[str, ...], unknown: set[str]) -> Counter[str]:
-    """Operand name -> number of uses over ``rows``, operands read as ``_row_operands`` reads them row by row;
-    over the whole body at once when every operand list is XLA's ``%a, %b`` (one join, one split)."""
+def _used_names(rows: list[tuple[str, ...]], opcodes: tuple[str, ...], unknown: set[str]) -> list[str]:
+    """Every operand name of ``rows``, in order, read as ``_row_operands`` reads them row by row; over the whole
+    body at once when every operand list is XLA's ``%a, %b`` (one join, one split)."""
     if not unknown:
         texts = list(filter(None, compress(map(_G5, rows), map(_NAMES_OPERANDS.__contains__, opcodes))))
         if not texts:
-            return Counter()
+            return []
         joined = ", ".join(texts)
         seps = joined.count(", ")
         # Each list starts with '%', and every ',', ' ' and '%' is part of a ", %" separator: split there.
         if (joined[0] == "%" and "/" not in joined and joined.count(", %") == seps and joined.count(",") == seps
                 and joined.count(" ") == seps and joined.count("%") == seps + 1):
-            return Counter(joined[1:].split(", %"))
-    return Counter(chain.from_iterable(_row_operands(opcode, text) for opcode, text in zip(opcodes, map(_G5, rows))))
+            return joined[1:].split(", %")
+    return list(chain.from_iterable(_row_operands(opcode, text) for opcode, text in zip(opcodes, map(_G5, rows))))
 
 
 def _split_attributes(text: str) -> list[tuple[str, str]] | None:

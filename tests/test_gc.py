@@ -1,0 +1,52 @@
+"""``hloscope._gc.paused_gc``: the collector's state around a large build."""
+
+from __future__ import annotations
+
+import gc
+
+import pytest
+
+from hloscope._gc import paused_gc
+
+
+@pytest.fixture
+def collector_on():
+    was = gc.isenabled()
+    gc.enable()
+    yield
+    if not was:
+        gc.disable()
+
+
+def test_pauses_and_restores(collector_on) -> None:
+    with paused_gc():
+        assert not gc.isenabled()
+        junk = [[i] for i in range(10_000)]  # tracked containers, young
+    assert gc.isenabled()
+    assert gc.get_count()[0] < 100, "what the block made left the youngest generation"
+    assert gc.get_freeze_count() == 0
+    del junk
+
+
+def test_leaves_a_disabled_collector_disabled() -> None:
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        with paused_gc():
+            pass
+        assert not gc.isenabled()
+    finally:
+        if was:
+            gc.enable()
+
+
+def test_does_not_unfreeze_what_the_process_froze(collector_on) -> None:
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        assert frozen > 0
+        with paused_gc():
+            [[i] for i in range(1000)]
+        assert gc.get_freeze_count() == frozen
+    finally:
+        gc.unfreeze()
