@@ -17,7 +17,7 @@ import pytest
 
 from hloscope.cost import module_cost
 from hloscope.hlo import HloComputation, HloModule
-from hloscope.parsers import parse_hlo_text
+from hloscope.parsers import HloParseError, parse_hlo_text
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "hlo"
 FIXTURE_TEXTS = sorted(FIXTURES.glob("*.hlo.txt"))
@@ -81,32 +81,34 @@ def test_fixture_columns_match_the_built_instructions(path: Path) -> None:
     assert lazy > 0, "XLA's own output takes the lazy path"
 
 
-@pytest.mark.parametrize("path", FIXTURE_TEXTS, ids=lambda p: p.name)
-def test_cost_is_the_same_on_columns_and_on_built_instructions(path: Path) -> None:
-    text = path.read_text()
-    lazy = module_cost(parse_hlo_text(text, path.name))
-    built = module_cost(_built(parse_hlo_text(text, path.name)))
-    assert len(lazy.rows) == len(built.rows)
+def _check_same_cost(text: str, source: str) -> None:
+    lazy = module_cost(parse_hlo_text(text, source))
+    built = module_cost(_built(parse_hlo_text(text, source)))
+    assert len(lazy.rows) == len(built.rows), source
     for a, b in zip(lazy.rows, built.rows):
         assert (a.computation, a.instruction.name, a.count) == (b.computation, b.instruction.name, b.count)
-        assert a.cost == b.cost, f"{path.name}: {a.instruction.name}"
+        assert a.cost == b.cost, f"{source}: {a.instruction.name}"
 
 
-def test_corpus_columns_match_the_built_instructions(corpus_dir: Path) -> None:
+@pytest.mark.parametrize("path", FIXTURE_TEXTS, ids=lambda p: p.name)
+def test_cost_is_the_same_on_columns_and_on_built_instructions(path: Path) -> None:
+    _check_same_cost(path.read_text(), path.name)
+
+
+def test_corpus_columns_and_costs_match_the_built_instructions(corpus_dir: Path) -> None:
     checked = lazy = 0
-    for path in sorted(chain.from_iterable((corpus_dir / d).glob("*.txt") for d in ("hlo_cpu", "hlo_gpu",
-                                                                                    "hlo_tpu"))):
+    dirs = [corpus_dir / d for d in ("hlo_cpu", "hlo_gpu", "hlo_tpu", "hlo_generic")]
+    for path in sorted(chain.from_iterable(d.glob(g) for g in ("*.txt", "*.hlo") for d in dirs)):
         text = path.read_text(encoding="utf-8", errors="replace")
         if len(text) > 3_000_000 or "HloModule" not in text:
             continue
         try:
             lazy += _check_columns(text, path.name)
-        except Exception as e:  # noqa: BLE001 - texts XLA rejects may raise; the corpus test judges those
-            if type(e).__name__ != "HloParseError":
-                raise
-            continue
+        except HloParseError:
+            continue  # texts XLA rejects may raise; tests/parsers/test_corpus.py judges those
+        _check_same_cost(text, path.name)
         checked += 1
-    assert checked > 20 and lazy > 100, (checked, lazy)
+    assert checked > 400 and lazy > 10_000, (checked, lazy)
 
 
 def test_a_computation_needs_instructions_or_a_source() -> None:
