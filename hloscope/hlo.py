@@ -105,6 +105,7 @@ class Shape:
     size_bytes: int = field(init=False, repr=False, compare=False, hash=False)
     padded_size_bytes: int = field(init=False, repr=False, compare=False, hash=False)
     is_dynamic: bool = field(init=False, repr=False, compare=False, hash=False)
+    _text: str | None = field(init=False, default=None, repr=False, compare=False, hash=False)
 
     def __post_init__(self) -> None:
         if self.element_type == "tuple":
@@ -156,12 +157,19 @@ class Shape:
             yield self
 
     def __str__(self) -> str:
-        if self.is_tuple:
-            return "(" + ", ".join(str(s) for s in self.tuple_shapes) + ")"
-        if not self.is_array:
-            return self.element_type
-        dims = ",".join(("<=" if d else "") + str(n) for n, d in zip(self.dims, self.dynamic_dims or (False,) * len(self.dims)))
-        return f"{self.element_type}[{dims}]"
+        """``f32[8,<=16]``, ``(f32[2], s32[])``: type and dims as XLA prints them, without the layout (made once:
+        a module shares one ``Shape`` per distinct text among many instructions)."""
+        text = self._text
+        if text is None:
+            if self.is_tuple:
+                text = "(" + ", ".join(str(s) for s in self.tuple_shapes) + ")"
+            elif not self.is_array:
+                text = self.element_type
+            else:
+                dynamic = self.dynamic_dims or (False,) * len(self.dims)
+                text = f"{self.element_type}[{','.join(('<=' if d else '') + str(n) for n, d in zip(self.dims, dynamic))}]"
+            object.__setattr__(self, "_text", text)
+        return text
 
 
 # --------------------------------------------------------------------------------------------------

@@ -762,7 +762,8 @@ class _Shapes:
         if table is None:
             m = self._modules.get(module)
             try:
-                table = {i.name: i.shape for i in m.computation(comp).instructions} if m is not None else {}
+                found = m.computation(comp) if m is not None else None
+                table = dict(zip(found.names, found.shapes)) if found is not None else {}
             except KeyError:
                 table = {}
             self._comps[(module, comp)] = table

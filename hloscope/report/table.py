@@ -44,6 +44,9 @@ _MOVE = frozenset(
 )
 
 
+_FUSED_MATMUL = frozenset({"dot", "convolution"})
+
+
 def category(inst, module) -> str:
     """``matmul`` (dot, convolution, or a fusion/custom call holding one), ``fusion:<kind>``, ``collective``,
     ``data-movement``, ``control``, ``custom-call``, ``reduction`` or ``elementwise``."""
@@ -52,7 +55,7 @@ def category(inst, module) -> str:
         return "matmul"
     if op == "fusion":
         for name in inst.called_computations.get("calls", ()):
-            if any(i.opcode in ("dot", "convolution") for i in module.computation(name).instructions):
+            if not _FUSED_MATMUL.isdisjoint(module.computation(name).opcodes):  # (builds no instruction)
                 return "matmul"
         return f"fusion:{inst.attributes.get('kind', '?')}"
     if op in _COLLECTIVE or op.startswith(("all-", "reduce-scatter", "collective-")):
@@ -105,7 +108,7 @@ def ops_frame(costs: list[ModuleCost], chip: ChipSpec, measured: Mapping[tuple[s
                 continue
             lookup = by_comp.get(row.computation)
             if lookup is None:
-                lookup = by_comp[row.computation] = {i.name: i for i in module.computation(row.computation).instructions}
+                lookup = by_comp[row.computation] = module.computation(row.computation).instruction_map()
             operand_types = [lookup[o].shape.element_type for o in inst.operands[:2]] if inst.opcode in ("dot", "convolution") else None
             dtype = op_dtype(inst, module, operand_types)
             s = score(cost, chip, dtype)

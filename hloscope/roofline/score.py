@@ -69,18 +69,16 @@ def matmul_dtype(inst: HloInstruction, module: HloModule) -> str | None:
 
     if inst.opcode in _MATMUL or inst.opcode == "fusion":
         comp_names = inst.called_computations.get("calls", ())
-        candidates: list[tuple[HloInstruction, dict[str, HloInstruction]]] = []
         if inst.opcode in _MATMUL:
             return None  # resolved by the caller, who knows the operands
+        types = []
         for name in comp_names:
             comp = module.computation(name)
-            by_name = {i.name: i for i in comp.instructions}
-            for i in comp.instructions:
-                if i.opcode in _MATMUL:
-                    candidates.append((i, by_name))
-        types = []
-        for i, by_name in candidates:
-            types.extend(by_name[o].shape.element_type for o in i.operands[:2])
+            if _MATMUL.isdisjoint(comp.opcodes):  # (columns: the fused instructions are not built)
+                continue
+            for k, opcode in enumerate(comp.opcodes):
+                if opcode in _MATMUL:
+                    types.extend(comp.instruction(o).shape.element_type for o in comp.operands_at(k)[:2])
         if not types:
             return None
         return _widest(canonical_dtype(t) for t in types if t not in ("tuple", "token"))
