@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass, field
-from collections import Counter
 from itertools import chain
 from operator import attrgetter
 from types import MappingProxyType
@@ -312,6 +311,8 @@ _NO_CALLS: Mapping[str, tuple[str, ...]] = MappingProxyType({})
 _NAME = attrgetter("name")
 #: ``HloComputation.instruction`` lookups by a scan of the names before it builds a name -> index dict.
 _SCANS_BEFORE_INDEX = 8
+#: Instructions ``HloComputation.instruction_at`` builds one by one before it builds them all at once.
+_BUILT_ALONE_MAX = 8
 _OPCODE = attrgetter("opcode")
 _SHAPE = attrgetter("shape")
 _OPERANDS = attrgetter("operands")
@@ -451,14 +452,14 @@ class InstructionSource(Protocol):
 
     def operands(self, index: int) -> tuple[str, ...]: ...
 
-    def operand_uses(self) -> Counter[str]: ...
+    def operand_names(self, indices: Iterable[int] | None = None) -> list[str]: ...
 
 
 class HloComputation:
     """A named list of instructions in order, one of them ``ROOT`` (XLA ``HloComputation``).
 
     Two ways to read it. ``instructions`` is the tuple of ``HloInstruction`` objects. The column view --
-    ``names``, ``opcodes``, ``shapes``, ``parameter_index``, ``operands_at``, ``operand_lists``, ``operand_uses``,
+    ``names``, ``opcodes``, ``shapes``, ``parameter_index``, ``operands_at``, ``operand_lists``, ``operand_names``,
     ``instruction_at``, ``instruction`` -- answers without building every instruction when the parser handed
     the body over as an ``InstructionSource``: a 50 MB module holds ~300,000 fused instructions that the cost
     model only needs as opcode and shape columns (``hloscope.cost``). ``instructions`` builds them all on
@@ -475,7 +476,7 @@ class HloComputation:
     """
 
     __slots__ = ("name", "root_name", "is_entry", "parameter_shapes", "line", "_instructions", "_source",
-                 "_built", "_index", "_lookups")
+                 "_built", "_index", "_lookups", "_names", "_opcodes", "_shapes", "_parameter_index")
 
     def __init__(self, name: str, instructions: tuple[HloInstruction, ...] | None, root_name: str,
                  is_entry: bool = False, parameter_shapes: tuple[Shape, ...] = (), line: int = 0, *,
@@ -492,6 +493,11 @@ class HloComputation:
         self._built: dict[int, HloInstruction] = {}
         self._index: dict[str, int] | None = None
         self._lookups = 0
+        if source is not None and instructions is None:
+            self._names, self._opcodes, self._shapes = source.names, source.opcodes, source.shapes
+            self._parameter_index: Mapping[int, int] | None = source.parameter_index
+        else:  # made from the instructions on first use
+            self._names = self._opcodes = self._shapes = self._parameter_index = None
 
     @property
     def instructions(self) -> tuple[HloInstruction, ...]:
@@ -514,28 +520,35 @@ class HloComputation:
     @property
     def names(self) -> tuple[str, ...]:
         """Instruction names, in order."""
-        source = self._source
-        return source.names if source is not None else tuple(map(_NAME, self.instructions))
+        names = self._names
+        if names is None:
+            names = self._names = tuple(map(_NAME, self.instructions))
+        return names
 
     @property
     def opcodes(self) -> tuple[str, ...]:
         """Instruction opcodes, in order."""
-        source = self._source
-        return source.opcodes if source is not None else tuple(map(_OPCODE, self.instructions))
+        opcodes = self._opcodes
+        if opcodes is None:
+            opcodes = self._opcodes = tuple(map(_OPCODE, self.instructions))
+        return opcodes
 
     @property
     def shapes(self) -> tuple[Shape, ...]:
         """Instruction result shapes, in order."""
-        source = self._source
-        return source.shapes if source is not None else tuple(map(_SHAPE, self.instructions))
+        shapes = self._shapes
+        if shapes is None:
+            shapes = self._shapes = tuple(map(_SHAPE, self.instructions))
+        return shapes
 
     @property
     def parameter_index(self) -> Mapping[int, int]:
         """Parameter number -> index of its ``parameter`` instruction."""
-        source = self._source
-        if source is not None:
-            return source.parameter_index
-        return {inst.parameter_number: i for i, inst in enumerate(self.instructions) if inst.opcode == "parameter"}
+        index = self._parameter_index
+        if index is None:
+            index = self._parameter_index = {inst.parameter_number: i for i, inst in enumerate(self.instructions)
+                                             if inst.opcode == "parameter"}
+        return index
 
     def operands_at(self, index: int) -> tuple[str, ...]:
         """Operand names of instruction ``index``, without building it."""
@@ -548,19 +561,22 @@ class HloComputation:
     def operand_lists(self, indices: Iterable[int]) -> list[tuple[str, ...]]:
         """Operand names of each instruction in ``indices``, without building them."""
         source = self._source
-        if source is None or self._built:
+        if source is None:
+            insts = self.instructions
+            return [insts[i].operands for i in indices]
+        if self._built:
             return [self.operands_at(i) for i in indices]
         operands = source.operands
         return [operands(i) for i in indices]
 
-    def operand_uses(self) -> Counter[str]:
-        """Operand name -> how many times instructions use it as an operand (twice in one operand list counts
-        2); names never used are absent (a ``Counter`` reads them as 0). Counted anew on each call: the caller
-        owns the result."""
+    def operand_names(self, indices: Iterable[int] | None = None) -> list[str]:
+        """Every operand name of the instructions at ``indices`` (all when None), in order, one per use."""
         source = self._source
-        if source is not None:
-            return source.operand_uses()
-        return Counter(chain.from_iterable(map(_OPERANDS, self.instructions)))
+        if source is not None and not self._built:
+            return source.operand_names(indices)
+        if indices is None:
+            return list(chain.from_iterable(map(_OPERANDS, self.instructions)))
+        return list(chain.from_iterable(self.operand_lists(indices)))
 
     def instruction_at(self, index: int) -> HloInstruction:
         """Instruction ``index`` (in printed order), built alone if the others are not. Raises IndexError."""
@@ -570,6 +586,8 @@ class HloComputation:
         inst = self._built.get(index)
         if inst is None:
             assert self._source is not None
+            if len(self._built) >= _BUILT_ALONE_MAX:  # many asked for one by one: one build of all is cheaper
+                return self.instructions[index]
             if index < 0:
                 index += len(self._source.names)
             inst = self._built[index] = self._source.build(index)

@@ -13,8 +13,8 @@ if TYPE_CHECKING:
 
 def operand_bytes(inst: HloInstruction, ctx: CostContext) -> int:
     """Bytes of all operands, each counted once per use (XLA ``HloCostAnalysis`` reads every operand)."""
-    by_name = ctx.by_name
-    return sum(by_name[o].shape.padded_size_bytes for o in inst.operands)
+    shape_of = ctx.shape_of
+    return sum([shape_of(o).padded_size_bytes for o in inst.operands])
 
 
 def boundary(inst: HloInstruction, ctx: CostContext, flops: float = 0.0, transcendentals: float = 0.0,

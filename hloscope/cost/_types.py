@@ -54,7 +54,7 @@ class CostContext:
             computation not built yet builds only the instructions looked up).
     """
 
-    __slots__ = ("module", "computation", "by_name", "_computation_cost")
+    __slots__ = ("module", "computation", "by_name", "_computation_cost", "_shapes")
 
     def __init__(self, module: HloModule, computation: HloComputation,
                  computation_cost: Callable[[str], OpCost]) -> None:
@@ -62,10 +62,26 @@ class CostContext:
         self.computation = computation
         self.by_name: Mapping[str, HloInstruction] = computation.instruction_map()
         self._computation_cost = computation_cost
+        self._shapes: dict[str, Shape] | None = None
+
+    def shape_of(self, name: str) -> Shape:
+        """Result shape of the instruction called ``name`` in this computation, read from its columns (the
+        instruction need not be built). Raises KeyError."""
+        shapes = self._shapes
+        if shapes is None:
+            comp = self.computation
+            if comp.is_built:  # ``by_name`` is a dict already
+                return self.by_name[name].shape
+            shapes = self._shapes = dict(zip(comp.names, comp.shapes))
+        return shapes[name]
+
+    def operand_shape(self, inst: HloInstruction, index: int) -> Shape:
+        """``shape_of`` operand ``index`` of ``inst``. Raises IndexError, KeyError."""
+        return self.shape_of(inst.operands[index])
 
     def operand_shapes(self, inst: HloInstruction) -> list[Shape]:
-        by_name = self.by_name
-        return [by_name[o].shape for o in inst.operands]
+        shape_of = self.shape_of
+        return [shape_of(o) for o in inst.operands]
 
     def operand(self, inst: HloInstruction, index: int) -> HloInstruction:
         return self.by_name[inst.operands[index]]

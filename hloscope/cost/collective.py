@@ -61,8 +61,8 @@ def group_size(inst: HloInstruction, ctx: CostContext) -> int:
 def cost(inst: HloInstruction, ctx: CostContext) -> OpCost:
     kind = KINDS[inst.opcode]
     n = group_size(inst, ctx)
-    operand_bytes = sum(ctx.by_name[o].shape.size_bytes for o in inst.operands)
-    hbm_read = sum(ctx.by_name[o].shape.padded_size_bytes for o in inst.operands)
+    operand_bytes = sum(ctx.shape_of(o).size_bytes for o in inst.operands)
+    hbm_read = sum(ctx.shape_of(o).padded_size_bytes for o in inst.operands)
     result = inst.shape
     if inst.opcode.endswith("-start") and result.is_tuple:
         # e.g. all-gather-start -> (operand, result): the last leaf is the result buffer.
@@ -89,7 +89,7 @@ def cost(inst: HloInstruction, ctx: CostContext) -> OpCost:
     if kind in ("all-reduce", "reduce-scatter"):
         names = inst.called_computations.get("to_apply", ())
         per_element = ctx.computation_cost(names[0]).flops if names else 1.0
-        elements = sum(ctx.by_name[o].shape.element_count for o in inst.operands)
+        elements = sum(ctx.shape_of(o).element_count for o in inst.operands)
         flops = fraction * elements * per_element
     flags = frozenset({"dynamic-shape"}) if result.is_dynamic else frozenset()
     return OpCost(flops, 0.0, hbm_read, hbm_written, wire, kind, n, flags)

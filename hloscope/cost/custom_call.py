@@ -57,7 +57,7 @@ def _gemm(inst: HloInstruction, ctx: CostContext, cfg: dict[str, Any]) -> OpCost
     dims = gemm.get("dot_dimension_numbers")
     if not dims:
         return None
-    lhs = ctx.operand(inst, 0).shape
+    lhs = ctx.operand_shape(inst, 0)
     contracting = tuple(int(d) for d in dims.get("lhs_contracting_dimensions", ()))
     out = inst.shape.tuple_shapes[0] if inst.shape.is_tuple else inst.shape
     flops = FMA_FLOPS * out.element_count * math.prod(lhs.dims[c] for c in contracting)
@@ -83,8 +83,8 @@ def _workspace_bytes(inst: HloInstruction) -> int:
 def _fmha(inst: HloInstruction, ctx: CostContext, target: str) -> OpCost | None:
     if len(inst.operands) < 2:
         return None
-    q = ctx.operand(inst, 0).shape
-    k = ctx.operand(inst, 1).shape
+    q = ctx.operand_shape(inst, 0)
+    k = ctx.operand_shape(inst, 1)
     if len(q.dims) != 4 or len(k.dims) != 4:
         return None
     # Layouts [B, S, H, D] (cuDNN default in JAX) or [B, H, S, D]: D is last; the sequence is the larger of

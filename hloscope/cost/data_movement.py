@@ -46,25 +46,25 @@ def move(inst: HloInstruction, ctx: CostContext) -> OpCost:
 def copy_start(inst: HloInstruction, ctx: CostContext) -> OpCost:
     """An async copy (TPU prefetch between memory spaces): the operand is read and written once; the result
     tuple (destination, aliased source, context) is not extra traffic, and copy-done is free."""
-    size = ctx.operand(inst, 0).shape.padded_size_bytes if inst.operands else 0
+    size = ctx.operand_shape(inst, 0).padded_size_bytes if inst.operands else 0
     return OpCost(bytes_read=size, bytes_written=size)
 
 
 def slice_(inst: HloInstruction, ctx: CostContext) -> OpCost:
     """slice and dynamic-slice: the result's bytes are read (plus the start indices), and written."""
     out = inst.shape.padded_size_bytes
-    indices = sum(ctx.by_name[o].shape.padded_size_bytes for o in inst.operands[1:])
+    indices = sum(ctx.shape_of(o).padded_size_bytes for o in inst.operands[1:])
     return OpCost(bytes_read=out + indices, bytes_written=out)
 
 
 def dynamic_update_slice(inst: HloInstruction, ctx: CostContext) -> OpCost:
     """In place: the update (operand 1) and indices are read, the update's bytes written."""
-    update = ctx.operand(inst, 1).shape.padded_size_bytes
-    indices = sum(ctx.by_name[o].shape.padded_size_bytes for o in inst.operands[2:])
+    update = ctx.operand_shape(inst, 1).padded_size_bytes
+    indices = sum(ctx.shape_of(o).padded_size_bytes for o in inst.operands[2:])
     return OpCost(bytes_read=update + indices, bytes_written=update)
 
 
 def gather(inst: HloInstruction, ctx: CostContext) -> OpCost:
     out = inst.shape.padded_size_bytes
-    indices = ctx.operand(inst, 1).shape.padded_size_bytes if len(inst.operands) > 1 else 0
+    indices = ctx.operand_shape(inst, 1).padded_size_bytes if len(inst.operands) > 1 else 0
     return OpCost(bytes_read=out + indices, bytes_written=out)

@@ -32,7 +32,7 @@ def dot_flops(lhs_dims: tuple[int, ...], contracting: tuple[int, ...], output_el
 
 
 def dot(inst: HloInstruction, ctx: CostContext) -> OpCost:
-    lhs = ctx.operand(inst, 0).shape
+    lhs = ctx.operand_shape(inst, 0)
     contracting = inst.attributes.get("lhs_contracting_dims", ())
     return boundary(inst, ctx, flops=dot_flops(lhs.dims, contracting, inst.shape.element_count))
 
@@ -58,7 +58,7 @@ def valid_taps(input_size: int, output_size: int, window_size: int, stride: int,
 
 
 def convolution(inst: HloInstruction, ctx: CostContext) -> OpCost:
-    lhs = ctx.operand(inst, 0).shape
+    lhs = ctx.operand_shape(inst, 0)
     attrs = inst.attributes
     labels = attrs.get("dim_labels")
     if labels is None:

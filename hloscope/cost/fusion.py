@@ -23,8 +23,7 @@ only its update.
 
 from __future__ import annotations
 
-from collections import Counter
-from itertools import chain, compress
+from itertools import compress
 from typing import TYPE_CHECKING, Callable
 
 from hloscope.cost._types import OpCost
@@ -63,29 +62,27 @@ class FusionBytes:
         root = comp.root_name
         read: dict[int, int] = {-1: constants}
         if _NOT_PLAIN.isdisjoint(present):  # every use is plain: a parameter is read whole, or not at all
-            used = comp.operand_uses()
-            for number, i in comp.parameter_index.items():
-                name = names[i]
-                read[number] = shapes[i].padded_size_bytes if name in used or name == root else 0
+            whole = set(comp.operand_names())
+            not_plain: list[int] = []
         else:
             not_plain = list(compress(range(len(opcodes)), map(_NOT_PLAIN.__contains__, opcodes)))
-            not_plain_operands = comp.operand_lists(not_plain)
-            # A value has a plain user when it has more uses than its uses by ``_NOT_PLAIN`` instructions.
-            uses = comp.operand_uses()
-            not_plain_uses = Counter(chain.from_iterable(not_plain_operands))
-            users = None
-            for number, i in comp.parameter_index.items():
-                name = names[i]
-                if uses.get(name, 0) > not_plain_uses.get(name, 0) or name == root:  # the common case
-                    read[number] = shapes[i].padded_size_bytes
-                else:
-                    if users is None:
-                        users = _users(not_plain, not_plain_operands)
-                    read[number] = _parameter_read(comp, i, users, uses, not_plain_uses, nested)
+            whole = set(comp.operand_names([i for i, opcode in enumerate(opcodes) if opcode not in _NOT_PLAIN]))
+        whole.add(root)
+        users = None
+        for number, i in comp.parameter_index.items():
+            name = names[i]
+            if name in whole:  # the common case
+                read[number] = shapes[i].padded_size_bytes
+            elif not not_plain:
+                read[number] = 0  # an unused parameter is not read (XLA agrees)
+            else:
+                if users is None:
+                    users = _users(not_plain, comp.operand_lists(not_plain))
+                read[number] = _parameter_read(comp, i, users, whole, nested)
         self.read_per_parameter = read
         root_index = comp.root_index
-        self.written = (_written(comp.root, comp) if opcodes[root_index] in _WRITES_PART
-                        else shapes[root_index].padded_size_bytes)
+        self.written = (_written(root_index, comp, dict(zip(names, range(len(names)))))
+                        if opcodes[root_index] in _WRITES_PART else shapes[root_index].padded_size_bytes)
 
 
 def _users(not_plain: list[int], operand_lists: list[tuple[str, ...]]) -> dict[str, list[int]]:
@@ -101,14 +98,13 @@ def _users(not_plain: list[int], operand_lists: list[tuple[str, ...]]) -> dict[s
     return users
 
 
-def _parameter_read(comp: HloComputation, param: int, users: dict[str, list[int]], uses: Counter[str],
-                    not_plain_uses: Counter[str], nested: Callable[[str], FusionBytes] | None) -> int:
+def _parameter_read(comp: HloComputation, param: int, users: dict[str, list[int]], whole: set[str],
+                    nested: Callable[[str], FusionBytes] | None) -> int:
     """Bytes read of parameter (instruction index) ``param``, which has no plain user: what its slicing users
     take (rules 1-3), looking through bitcasts and get-tuple-elements; the whole parameter as soon as one of
     those has a plain user or is the root; 0 when nothing uses it."""
     opcodes = comp.opcodes
     names = comp.names
-    root = comp.root_name
     full = comp.shapes[param].padded_size_bytes
     sliced = 0
     seen: set[int] = set()
@@ -121,7 +117,7 @@ def _parameter_read(comp: HloComputation, param: int, users: dict[str, list[int]
                 if user not in seen:
                     seen.add(user)
                     name = names[user]
-                    if uses.get(name, 0) > not_plain_uses.get(name, 0) or name == root:
+                    if name in whole:
                         return full
                     stack.append(name)
             elif opcode == "fusion" and nested is not None:
@@ -150,19 +146,20 @@ def _parameter_read(comp: HloComputation, param: int, users: dict[str, list[int]
     return sliced
 
 
-def _written(root: HloInstruction, comp: HloComputation) -> int:
+def _written(index: int, comp: HloComputation, position: dict[str, int]) -> int:
     """Bytes the fusion writes: its result, but only the update of a dynamic-update-slice result (alone, in a
-    tuple, or under a bitcast)."""
-    opcode = root.opcode
+    tuple, or under a bitcast). ``index``: the root's (then a tuple element's) instruction index; ``position``:
+    name -> index. Read from the columns."""
+    opcode = comp.opcodes[index]
     if opcode == "dynamic-update-slice":
-        return comp.instruction(root.operands[1]).shape.padded_size_bytes
+        return comp.shapes[position[comp.operands_at(index)[1]]].padded_size_bytes
     if opcode == "tuple":
-        return sum(_written(comp.instruction(o), comp) for o in root.operands)
+        return sum(_written(position[o], comp, position) for o in comp.operands_at(index))
     if opcode == "bitcast":
-        operand = comp.instruction(root.operands[0])
-        if operand.opcode == "dynamic-update-slice":
-            return _written(operand, comp)
-    return root.shape.padded_size_bytes
+        operand = position[comp.operands_at(index)[0]]
+        if comp.opcodes[operand] == "dynamic-update-slice":
+            return _written(operand, comp, position)
+    return comp.shapes[index].padded_size_bytes
 
 
 def cost(inst: HloInstruction, ctx: CostContext, fusion_bytes: FusionBytes) -> OpCost:
@@ -170,7 +167,7 @@ def cost(inst: HloInstruction, ctx: CostContext, fusion_bytes: FusionBytes) -> O
     names = inst.called_computations.get("calls", ())
     inner = ctx.computation_cost(names[0]) if names else OpCost()
     read_table = fusion_bytes.read_per_parameter
-    by_name = ctx.by_name
+    shape_of = ctx.shape_of
     read = read_table.get(-1, 0)
     seen: set[str] = set()
     for i, op in enumerate(inst.operands):
@@ -178,7 +175,7 @@ def cost(inst: HloInstruction, ctx: CostContext, fusion_bytes: FusionBytes) -> O
             continue
         seen.add(op)
         part = read_table.get(i)
-        read += by_name[op].shape.padded_size_bytes if part is None else part
+        read += shape_of(op).padded_size_bytes if part is None else part
     flags = inner.flags
     if inst.shape.is_dynamic:
         flags = flags | {"dynamic-shape"}

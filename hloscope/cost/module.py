@@ -16,8 +16,6 @@ Notes:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from itertools import compress
-from operator import attrgetter
 from typing import TYPE_CHECKING
 
 from hloscope._gc import paused_gc
@@ -37,11 +35,7 @@ if TYPE_CHECKING:
 #: Opcodes without FLOPs (``data_movement``), skipped by ``_Analyzer.computation_work``; of these, the ones
 #: costed by ``boundary`` carry its ``dynamic-shape`` flag.
 _NO_WORK = FREE_OPCODES | MOVE_OPCODES | {"slice", "dynamic-slice", "dynamic-update-slice", "gather"}
-#: What ``computation_work`` costs without a rule, and of those, the opcodes whose dynamic shapes are flagged.
-_INLINE_WORK = _NO_WORK | _FLOP_OPCODES | _TRANSCENDENTAL_OPCODES
-_DYNAMIC_FLAGGED = MOVE_OPCODES | _FLOP_OPCODES | _TRANSCENDENTAL_OPCODES
-_ELEMENTS = attrgetter("element_count")
-_IS_DYNAMIC = attrgetter("is_dynamic")
+_BOUNDARY_MOVES = MOVE_OPCODES
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,22 +155,21 @@ class _Analyzer:
         total = self.work.get(name)
         if total is None:
             comp = self.module.computation(name)
-            # Columns, not instructions (a fused computation's instructions need not be built, see
-            # ``HloComputation``), summed in C: elements of the results of elementwise opcodes.
-            opcodes = comp.opcodes
-            shapes = comp.shapes
-            present = set(opcodes)
+            # Columns, not instructions: a fused computation's instructions need not be built (``HloComputation``).
             flops = transcendentals = 0
-            if not _FLOP_OPCODES.isdisjoint(present):
-                flops = sum(map(_ELEMENTS, compress(shapes, map(_FLOP_OPCODES.__contains__, opcodes))))
-            if not _TRANSCENDENTAL_OPCODES.isdisjoint(present):
-                transcendentals = sum(map(_ELEMENTS, compress(shapes, map(_TRANSCENDENTAL_OPCODES.__contains__,
-                                                                           opcodes))))
-            dynamic = any(map(_IS_DYNAMIC, shapes)) and any(
-                shape.is_dynamic for opcode, shape in zip(opcodes, shapes)
-                if opcode in _DYNAMIC_FLAGGED)
-            rule_opcodes = present.difference(_INLINE_WORK)
-            others = [i for i, opcode in enumerate(opcodes) if opcode in rule_opcodes] if rule_opcodes else []
+            dynamic = False
+            others = []
+            for i, (opcode, shape) in enumerate(zip(comp.opcodes, comp.shapes)):
+                if opcode in _FLOP_OPCODES:
+                    flops += shape.element_count
+                    dynamic = dynamic or shape.is_dynamic
+                elif opcode in _NO_WORK:
+                    dynamic = dynamic or (opcode in _BOUNDARY_MOVES and shape.is_dynamic)
+                elif opcode in _TRANSCENDENTAL_OPCODES:
+                    transcendentals += shape.element_count
+                    dynamic = dynamic or shape.is_dynamic
+                else:
+                    others.append(i)
             rest = ZERO
             if others:
                 rows: list[CostRow] = []

@@ -39,7 +39,7 @@ def _applied(inst: HloInstruction, ctx: CostContext, role: str, applications: in
 
 
 def reduce(inst: HloInstruction, ctx: CostContext) -> OpCost:
-    operand = ctx.operand(inst, 0).shape
+    operand = ctx.operand_shape(inst, 0)
     count = max(operand.element_count - _first_array(inst.shape).element_count, 0)  # XLA: -1 when empty
     return _applied(inst, ctx, "to_apply", count)
 
@@ -65,7 +65,7 @@ def reduce_window(inst: HloInstruction, ctx: CostContext) -> OpCost:
 def select_and_scatter(inst: HloInstruction, ctx: CostContext) -> OpCost:
     window = inst.attributes.get("window", ())
     window_elements = math.prod(w.size for w in window)
-    source = ctx.operand(inst, 1).shape.element_count
+    source = ctx.operand_shape(inst, 1).element_count
     calls = inst.called_computations
     select = calls.get("select", ()) or calls.get("to_apply", ())
     scatter = calls.get("scatter", ())
@@ -76,7 +76,7 @@ def select_and_scatter(inst: HloInstruction, ctx: CostContext) -> OpCost:
 
 def scatter(inst: HloInstruction, ctx: CostContext) -> OpCost:
     n_inputs = len(inst.operands) // 2  # operands: inputs..., indices, updates...
-    updates = ctx.operand(inst, len(inst.operands) - 1).shape.element_count if n_inputs else 0
+    updates = ctx.operand_shape(inst, len(inst.operands) - 1).element_count if n_inputs else 0
     return _applied(inst, ctx, "to_apply", updates)
 
 
@@ -87,7 +87,7 @@ def map_(inst: HloInstruction, ctx: CostContext) -> OpCost:
 def sort(inst: HloInstruction, ctx: CostContext) -> OpCost:
     """XLA's ``HandleSort``: ``n * ceil(log2 n)`` with n = all elements of operand 0 (whatever the sort
     dimension; an over-estimate for batched sorts, kept to match XLA)."""
-    n = ctx.operand(inst, 0).shape.element_count
+    n = ctx.operand_shape(inst, 0).element_count
     return boundary(inst, ctx, flops=n * math.ceil(math.log2(n)) if n > 1 else 0)
 
 
@@ -95,8 +95,8 @@ def scatter_in_place(inst: HloInstruction, ctx: CostContext) -> OpCost:
     """Scatter updates its operand in place: read the updates and the touched operand elements, write them
     (XLA ``HandleScatter``: 3 x updates + indices)."""
     flops = scatter(inst, ctx).flops
-    updates = ctx.operand(inst, len(inst.operands) - 1).shape.padded_size_bytes
-    indices = ctx.operand(inst, len(inst.operands) // 2).shape.padded_size_bytes if len(inst.operands) > 2 else 0
+    updates = ctx.operand_shape(inst, len(inst.operands) - 1).padded_size_bytes
+    indices = ctx.operand_shape(inst, len(inst.operands) // 2).padded_size_bytes if len(inst.operands) > 2 else 0
     return OpCost(flops, 0.0, 2 * updates + indices, updates)
 
 
@@ -109,15 +109,15 @@ def fft(inst: HloInstruction, ctx: CostContext) -> OpCost:
 
 def cholesky(inst: HloInstruction, ctx: CostContext) -> OpCost:
     """XLA ``HandleCholesky``: ``n * elements / 3`` FLOPs for [..., n, n]."""
-    a = ctx.operand(inst, 0).shape
+    a = ctx.operand_shape(inst, 0)
     n = a.dims[-1] if a.dims else 0
     return boundary(inst, ctx, flops=n * a.element_count // 3)
 
 
 def triangular_solve(inst: HloInstruction, ctx: CostContext) -> OpCost:
     """XLA ``HandleTriangularSolve``: ``2 * n * elements(b)`` with n the size of the triangular matrix."""
-    a = ctx.operand(inst, 0).shape
-    b = ctx.operand(inst, 1).shape
+    a = ctx.operand_shape(inst, 0)
+    b = ctx.operand_shape(inst, 1)
     n = a.dims[-1] if a.dims else 0
     return boundary(inst, ctx, flops=2 * n * b.element_count)
 

@@ -26,10 +26,9 @@ failure is an ``HloParseError`` naming the source, line, column, computation and
 from __future__ import annotations
 
 import re
-from collections import Counter
 from itertools import chain, compress, repeat
 from operator import attrgetter, itemgetter
-from typing import Any
+from typing import Any, Iterable, Sequence
 
 from hloscope.hlo import (
     CALLED_COMPUTATION_ROLES,
@@ -59,6 +58,12 @@ _NO_CALLS: dict[str, tuple[str, ...]] = {}
 _SIGIL_FINDALL = r.SIGIL_NAME.findall
 _NAME = attrgetter("name")
 _G0, _G1, _G2, _G3, _G4, _G5, _G6 = (itemgetter(i) for i in range(7))
+#: Bodies of fewer lines are built at once. Below it, the checks in bulk and the column reads of the cost model
+#: cost more per body than building its instructions: with 16, the fixtures' transformer modules (bodies of
+#: 20-60 lines) costed 15-20% slower than when built at once, and the plugin's analysis of them 5-15% slower
+#: (benchmarks/plugin_overhead.py); with 128 they are as before, and the 52 MB module of benchmarks/parse.py
+#: keeps 90% of its instructions in lazy bodies.
+_LAZY_MIN_LINES = 128
 #: Known opcodes whose operand list names instructions (a parameter's holds its number, a constant's its value).
 _NAMES_OPERANDS = KNOWN_OPCODES - {"parameter", "constant"}
 _OPERANDS = attrgetter("operands")
@@ -303,7 +308,7 @@ class _Parser:
             pos, lineno = pos + 1, lineno + 1
         params: list[HloInstruction] | None = None
         if pos == 0 or src[pos - 1] == "\n":
-            block = self._block(pos, lineno, instructions)
+            block = self._block(pos, lineno, instructions, is_entry)
             if block is not None:
                 pos, lineno, root, params, lazy = block
                 if lazy is not None:  # (only when the body ends with "}\n")
@@ -428,14 +433,16 @@ class _Parser:
         self.computation = outer
         return comp, pos, lineno
 
-    def _block(self, pos: int, lineno: int, instructions: list[HloInstruction]
+    def _block(self, pos: int, lineno: int, instructions: list[HloInstruction], is_entry: bool = False
                ) -> tuple[int, int, str, list[HloInstruction] | None, _LazyBody | None] | None:
         """The fast path for a whole body: when every line from ``pos`` (a line start) to the first ``}`` at the
         start of a line is a complete one-line instruction -- as in every computation XLA prints -- read them all
         with one ``findall``. Returns the position of that ``}`` line, its line number, the root's name, and
         either the parameters (the instructions appended to ``instructions``) or a ``_LazyBody`` that builds
-        them on first use (``_lazy_body``). None (nothing appended) when any line needs the line-by-line loop,
-        which then reads the body from ``pos`` again (and reports any error with its position)."""
+        them on first use (``_lazy_body``; not for the entry computation, which every reader builds, nor for
+        bodies of fewer than ``_LAZY_MIN_LINES`` lines). None (nothing appended) when any line needs the
+        line-by-line loop, which then reads the body from ``pos`` again (and reports any error with its
+        position)."""
         src = self.src
         end = src.find("\n}", pos - 1)
         if end < pos:
@@ -447,7 +454,7 @@ class _Parser:
         matches = _BLOCK_LINE.findall(src, pos, stop)
         if len(matches) != n_lines:
             return None  # a line that is not a one-line instruction (comment, blank, continuation, ...)
-        if src.startswith("}\n", stop):
+        if n_lines >= _LAZY_MIN_LINES and not is_entry and src.startswith("}\n", stop):
             lazy = self._lazy_body(matches, lineno, pos, stop)
             if lazy is not None:
                 return stop, lineno + n_lines, lazy.root, None, lazy
@@ -522,11 +529,13 @@ class _Parser:
         return _LazyBody(self, matches, lineno, names, opcodes, tuple(map(shapes.__getitem__, shape_texts)),
                          parameter_index, called, used, root)
 
-    def _rows(self, matches: list[tuple[str, ...]], lineno: int
+    def _rows(self, matches: list[tuple[str, ...]], lineno: int,
+              called_at: dict[int, dict[str, tuple[str, ...]]] | None = None
               ) -> tuple[list[HloInstruction], str, list[HloInstruction]] | None:
         """Build the instructions of ``findall`` rows of ``_BLOCK_LINE`` (one a line, the first on line
         ``lineno``); return them, the root's name (``""`` when no ROOT) and the parameters. None when a row needs
-        the line-by-line loop."""
+        the line-by-line loop. ``called_at``: the called computations of the rows that call any, by row index,
+        when ``_lazy_body`` read them already."""
         shapes = self.shapes
         known = KNOWN_OPCODES
         findall = _SIGIL_FINDALL
@@ -550,7 +559,7 @@ class _Parser:
                 if rest[-1] in continues or " = " in rest:
                     return None
                 if ("%" in rest and ("=%" in rest or "={%" in rest)) if sigil else _CALL_KEY_HINT.search(rest):
-                    called = self._called(rest, ln)
+                    called = self._called(rest, ln) if called_at is None else called_at.get(ln - lineno, no_calls)
                     if called is None:
                         return None
             shape = shapes.get(shape_text)
@@ -1183,22 +1192,24 @@ class _LazyBody:
         self.parameter_index = parameter_index
         #: instruction index -> called computations, for the instructions that call any.
         self.called = called
-        #: every operand name, in order (``operand_uses`` counts them, each time: the count is not kept).
+        #: every operand name, in order (``operand_names``).
         self.used = used
         self.root = root
 
     def build(self, index: int) -> HloInstruction:
-        return self._built([self.rows[index]], self.line + index)[0]
+        called = self.called.get(index)
+        return self._built([self.rows[index]], self.line + index, {0: called} if called else {})[0]
 
     def build_all(self) -> list[HloInstruction]:
-        return self._built(self.rows, self.line)
+        return self._built(self.rows, self.line, self.called)
 
-    def _built(self, rows: list[tuple[str, ...]], line: int) -> list[HloInstruction]:
+    def _built(self, rows: list[tuple[str, ...]], line: int, called: dict[int, dict[str, tuple[str, ...]]]
+               ) -> list[HloInstruction]:
         if len(rows) > 1:
             with paused_gc():  # (see parse_hlo_text)
-                built = self.parser._rows(rows, line)
+                built = self.parser._rows(rows, line, called)
         else:
-            built = self.parser._rows(rows, line)
+            built = self.parser._rows(rows, line, called)
         if built is None:  # pragma: no cover - _lazy_body checked everything _rows checks
             raise RuntimeError(f"hloscope: could not build the instructions checked at line {line}")
         return built[0]
@@ -1210,8 +1221,15 @@ class _LazyBody:
             return (text[1:],)  # one operand (bitcast, slice, ...): what _row_operands reads, sooner
         return _row_operands(row[4], text)
 
-    def operand_uses(self) -> Counter[str]:
-        return Counter(self.used)
+    def operand_names(self, indices: Iterable[int] | None = None) -> list[str]:
+        if indices is None:
+            return self.used
+        rows = self.rows
+        opcodes = self.opcodes
+        picked = list(indices)
+        picked_opcodes = [opcodes[i] for i in picked]
+        return _used_names([rows[i] for i in picked], picked_opcodes,
+                           set(picked_opcodes).difference(KNOWN_OPCODES))
 
 
 def _row_operands(opcode: str, text: str) -> tuple[str, ...]:
@@ -1227,7 +1245,7 @@ def _row_operands(opcode: str, text: str) -> tuple[str, ...]:
     return _operand_list(text)
 
 
-def _used_names(rows: list[tuple[str, ...]], opcodes: tuple[str, ...], unknown: set[str]) -> list[str]:
+def _used_names(rows: list[tuple[str, ...]], opcodes: Sequence[str], unknown: set[str]) -> list[str]:
     """Every operand name of ``rows``, in order, read as ``_row_operands`` reads them row by row; over the whole
     body at once when every operand list is XLA's ``%a, %b`` (one join, one split)."""
     if not unknown:
