@@ -61,8 +61,9 @@ _G0, _G1, _G2, _G3, _G4, _G5, _G6 = (itemgetter(i) for i in range(7))
 #: Bodies of fewer lines are built at once. Below it, the checks in bulk and the column reads of the cost model
 #: cost more per body than building its instructions: with 16, the fixtures' transformer modules (bodies of
 #: 20-60 lines) costed 15-20% slower than when built at once, and the plugin's analysis of them 5-15% slower
-#: (benchmarks/plugin_overhead.py); with 128 they are as before, and the 52 MB module of benchmarks/parse.py
-#: keeps 90% of its instructions in lazy bodies.
+#: (benchmarks/plugin_overhead.py); with 128 the plugin's analysis is back within a few percent of building
+#: everything (the cost model's column reads remain ~1 ms slower on them), and the 52 MB module of
+#: benchmarks/parse.py keeps 90% of its instructions in lazy bodies.
 _LAZY_MIN_LINES = 128
 #: Known opcodes whose operand list names instructions (a parameter's holds its number, a constant's its value).
 _NAMES_OPERANDS = KNOWN_OPCODES - {"parameter", "constant"}
