@@ -553,10 +553,7 @@ class HloComputation:
     def operands_at(self, index: int) -> tuple[str, ...]:
         """Operand names of instruction ``index``, without building it."""
         source = self._source
-        if source is None:
-            return self.instructions[index].operands
-        built = self._built.get(index)
-        return built.operands if built is not None else source.operands(index)
+        return self.instructions[index].operands if source is None else source.operands(index)
 
     def operand_lists(self, indices: Iterable[int]) -> list[tuple[str, ...]]:
         """Operand names of each instruction in ``indices``, without building them."""
@@ -564,15 +561,13 @@ class HloComputation:
         if source is None:
             insts = self.instructions
             return [insts[i].operands for i in indices]
-        if self._built:
-            return [self.operands_at(i) for i in indices]
         operands = source.operands
         return [operands(i) for i in indices]
 
     def operand_names(self, indices: Iterable[int] | None = None) -> list[str]:
         """Every operand name of the instructions at ``indices`` (all when None), in order, one per use."""
         source = self._source
-        if source is not None and not self._built:
+        if source is not None:
             return source.operand_names(indices)
         if indices is None:
             return list(chain.from_iterable(map(_OPERANDS, self.instructions)))
@@ -623,9 +618,14 @@ class HloComputation:
 
     @property
     def root_index(self) -> int:
-        """Index of the ``ROOT`` instruction."""
+        """Index of the ``ROOT`` instruction. Raises KeyError when there is none (an empty computation)."""
         names = self.names
-        return len(names) - 1 if names[-1] == self.root_name else names.index(self.root_name)
+        if names and names[-1] == self.root_name:
+            return len(names) - 1
+        try:
+            return names.index(self.root_name)
+        except ValueError:
+            raise KeyError(f"computation {self.name!r} has no root {self.root_name!r}") from None
 
     def __len__(self) -> int:
         insts = self._instructions
