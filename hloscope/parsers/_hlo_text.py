@@ -1132,6 +1132,7 @@ class _Parser:
                             raise self.error(f"{role}={callee!r} names no computation of this module",
                                              self._locate(inst.line, callee, after=")"), inst.name)
         self.computation = ""
+        self.lazy = {}  # (the computations hold their bodies; once built, nothing else should keep the rows)
         entries = [c for c in computations if c.is_entry]
         if len(entries) > 1:
             raise self.error(f"more than one ENTRY computation: {entries[0].name!r}, {entries[1].name!r}",
