@@ -460,7 +460,7 @@ class HloComputation:
 
     Two ways to read it. ``instructions`` is the tuple of ``HloInstruction`` objects. The column view --
     ``names``, ``opcodes``, ``shapes``, ``parameter_index``, ``operands_at``, ``operand_lists``, ``operand_names``,
-    ``instruction_at``, ``instruction`` -- answers without building every instruction when the parser handed
+    ``index_of``, ``shape_of``, ``instruction_at``, ``instruction`` -- answers without building every instruction when the parser handed
     the body over as an ``InstructionSource``: a 50 MB module holds ~300,000 fused instructions that the cost
     model only needs as opcode and shape columns (``hloscope.cost``). ``instructions`` builds them all on
     first access, reusing any built one by one before. Equality and hashing are by identity.
@@ -588,20 +588,28 @@ class HloComputation:
             inst = self._built[index] = self._source.build(index)
         return inst
 
-    def instruction(self, name: str) -> HloInstruction:
-        """The instruction called ``name``. Raises KeyError naming the computation when there is none."""
+    def index_of(self, name: str) -> int:
+        """Index of the instruction called ``name``. Raises KeyError naming the computation when there is none."""
         index = self._index
         try:
             if index is None:
                 # A few lookups scan the names (in C); more make an index worth building.
                 self._lookups += 1
                 if self._lookups <= _SCANS_BEFORE_INDEX:
-                    return self.instruction_at(self.names.index(name))
+                    return self.names.index(name)
                 names = self.names
                 index = self._index = dict(zip(names, range(len(names))))
-            return self.instruction_at(index[name])
+            return index[name]
         except (KeyError, ValueError):
             raise KeyError(f"computation {self.name!r} has no instruction {name!r}") from None
+
+    def instruction(self, name: str) -> HloInstruction:
+        """The instruction called ``name``. Raises KeyError naming the computation when there is none."""
+        return self.instruction_at(self.index_of(name))
+
+    def shape_of(self, name: str) -> Shape:
+        """Result shape of the instruction called ``name``, without building it. Raises KeyError."""
+        return self.shapes[self.index_of(name)]
 
     def instruction_map(self) -> Mapping[str, HloInstruction]:
         """Name -> instruction: a dict once the instructions are built, else a view that builds only the

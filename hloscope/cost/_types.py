@@ -52,9 +52,11 @@ class CostContext:
         computation: the computation holding the instruction.
         by_name: instruction name -> instruction, for that computation (``HloComputation.instruction_map``: a
             computation not built yet builds only the instructions looked up).
+        shape_of: instruction name -> result shape, for that computation (``HloComputation.shape_of``: read from
+            its columns, nothing built). Raises KeyError.
     """
 
-    __slots__ = ("module", "computation", "by_name", "_computation_cost", "_shapes")
+    __slots__ = ("module", "computation", "by_name", "_computation_cost", "shape_of")
 
     def __init__(self, module: HloModule, computation: HloComputation,
                  computation_cost: Callable[[str], OpCost]) -> None:
@@ -62,18 +64,7 @@ class CostContext:
         self.computation = computation
         self.by_name: Mapping[str, HloInstruction] = computation.instruction_map()
         self._computation_cost = computation_cost
-        self._shapes: dict[str, Shape] | None = None
-
-    def shape_of(self, name: str) -> Shape:
-        """Result shape of the instruction called ``name`` in this computation, read from its columns (the
-        instruction need not be built). Raises KeyError."""
-        shapes = self._shapes
-        if shapes is None:
-            comp = self.computation
-            if comp.is_built:  # ``by_name`` is a dict already
-                return self.by_name[name].shape
-            shapes = self._shapes = dict(zip(comp.names, comp.shapes))
-        return shapes[name]
+        self.shape_of: Callable[[str], Shape] = computation.shape_of
 
     def operand_shape(self, inst: HloInstruction, index: int) -> Shape:
         """``shape_of`` operand ``index`` of ``inst``. Raises IndexError, KeyError."""

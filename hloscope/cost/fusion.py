@@ -81,8 +81,8 @@ class FusionBytes:
                 read[number] = _parameter_read(comp, i, users, whole, nested)
         self.read_per_parameter = read
         root_index = comp.root_index
-        self.written = (_written(root_index, comp, dict(zip(names, range(len(names)))))
-                        if opcodes[root_index] in _WRITES_PART else shapes[root_index].padded_size_bytes)
+        self.written = (_written(root_index, comp) if opcodes[root_index] in _WRITES_PART
+                        else shapes[root_index].padded_size_bytes)
 
 
 def _users(not_plain: list[int], operand_lists: list[tuple[str, ...]]) -> dict[str, list[int]]:
@@ -146,19 +146,19 @@ def _parameter_read(comp: HloComputation, param: int, users: dict[str, list[int]
     return sliced
 
 
-def _written(index: int, comp: HloComputation, position: dict[str, int]) -> int:
+def _written(index: int, comp: HloComputation) -> int:
     """Bytes the fusion writes: its result, but only the update of a dynamic-update-slice result (alone, in a
-    tuple, or under a bitcast). ``index``: the root's (then a tuple element's) instruction index; ``position``:
-    name -> index. Read from the columns."""
+    tuple, or under a bitcast). ``index``: the root's (then a tuple element's) instruction index. Read from the
+    columns."""
     opcode = comp.opcodes[index]
     if opcode == "dynamic-update-slice":
-        return comp.shapes[position[comp.operands_at(index)[1]]].padded_size_bytes
+        return comp.shape_of(comp.operands_at(index)[1]).padded_size_bytes
     if opcode == "tuple":
-        return sum(_written(position[o], comp, position) for o in comp.operands_at(index))
+        return sum(_written(comp.index_of(o), comp) for o in comp.operands_at(index))
     if opcode == "bitcast":
-        operand = position[comp.operands_at(index)[0]]
+        operand = comp.index_of(comp.operands_at(index)[0])
         if comp.opcodes[operand] == "dynamic-update-slice":
-            return _written(operand, comp, position)
+            return _written(operand, comp)
     return comp.shapes[index].padded_size_bytes
 
 

@@ -97,7 +97,6 @@ def ops_frame(costs: list[ModuleCost], chip: ChipSpec, measured: Mapping[tuple[s
     for mc in costs:
         module = mc.module
         mname = module.name
-        by_comp: dict[str, dict] = {}
         for row in mc.rows:
             inst = row.instruction
             cost = row.cost
@@ -106,10 +105,10 @@ def ops_frame(costs: list[ModuleCost], chip: ChipSpec, measured: Mapping[tuple[s
             work = cost.flops + cost.transcendentals + cost.bytes_read + cost.bytes_written + cost.comm_bytes
             if work == 0 and timing is None and not cost.flags:
                 continue
-            lookup = by_comp.get(row.computation)
-            if lookup is None:
-                lookup = by_comp[row.computation] = module.computation(row.computation).instruction_map()
-            operand_types = [lookup[o].shape.element_type for o in inst.operands[:2]] if inst.opcode in ("dot", "convolution") else None
+            operand_types = None
+            if inst.opcode in ("dot", "convolution"):
+                shape_of = module.computation(row.computation).shape_of
+                operand_types = [shape_of(o).element_type for o in inst.operands[:2]]
             dtype = op_dtype(inst, module, operand_types)
             s = score(cost, chip, dtype)
             n = row.count

@@ -78,7 +78,7 @@ def matmul_dtype(inst: HloInstruction, module: HloModule) -> str | None:
                 continue
             for k, opcode in enumerate(comp.opcodes):
                 if opcode in _MATMUL:
-                    types.extend(comp.instruction(o).shape.element_type for o in comp.operands_at(k)[:2])
+                    types.extend(comp.shape_of(o).element_type for o in comp.operands_at(k)[:2])
         if not types:
             return None
         return _widest(canonical_dtype(t) for t in types if t not in ("tuple", "token"))
