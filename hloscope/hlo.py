@@ -517,29 +517,32 @@ class HloComputation:
         """True once ``instructions`` exists (always, for a computation made from instructions)."""
         return self._instructions is not None
 
+    def _columns_from_instructions(self) -> None:
+        insts = self.instructions
+        self._names = tuple(map(_NAME, insts))
+        self._opcodes = tuple(map(_OPCODE, insts))
+        self._shapes = tuple(map(_SHAPE, insts))
+
     @property
     def names(self) -> tuple[str, ...]:
         """Instruction names, in order."""
-        names = self._names
-        if names is None:
-            names = self._names = tuple(map(_NAME, self.instructions))
-        return names
+        if self._names is None:
+            self._columns_from_instructions()
+        return self._names
 
     @property
     def opcodes(self) -> tuple[str, ...]:
         """Instruction opcodes, in order."""
-        opcodes = self._opcodes
-        if opcodes is None:
-            opcodes = self._opcodes = tuple(map(_OPCODE, self.instructions))
-        return opcodes
+        if self._opcodes is None:
+            self._columns_from_instructions()
+        return self._opcodes
 
     @property
     def shapes(self) -> tuple[Shape, ...]:
         """Instruction result shapes, in order."""
-        shapes = self._shapes
-        if shapes is None:
-            shapes = self._shapes = tuple(map(_SHAPE, self.instructions))
-        return shapes
+        if self._shapes is None:
+            self._columns_from_instructions()
+        return self._shapes
 
     @property
     def parameter_index(self) -> Mapping[int, int]:
