@@ -70,13 +70,6 @@ class CostContext:
         """``shape_of`` operand ``index`` of ``inst``. Raises IndexError, KeyError."""
         return self.shape_of(inst.operands[index])
 
-    def operand_shapes(self, inst: HloInstruction) -> list[Shape]:
-        shape_of = self.shape_of
-        return [shape_of(o) for o in inst.operands]
-
-    def operand(self, inst: HloInstruction, index: int) -> HloInstruction:
-        return self.by_name[inst.operands[index]]
-
     def computation_cost(self, name: str) -> OpCost:
         """FLOPs, transcendentals, wire bytes and flags of a called computation (fused computation, reducer)
         run once, summed over its instructions; HBM bytes are 0 (its values stay on chip: the caller charges
