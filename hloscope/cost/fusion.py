@@ -23,6 +23,7 @@ only its update.
 
 from __future__ import annotations
 
+from collections import Counter
 from itertools import compress
 from typing import TYPE_CHECKING, Callable
 
@@ -61,12 +62,16 @@ class FusionBytes:
                              if s.element_count > 1])
         root = comp.root_name
         read: dict[int, int] = {-1: constants}
-        if _NOT_PLAIN.isdisjoint(present):  # every use is plain: a parameter is read whole, or not at all
-            whole = set(comp.operand_names())
-            not_plain: list[int] = []
-        else:
+        used = comp.operand_names()
+        whole = set(used)
+        not_plain: list[int] = []
+        if not _NOT_PLAIN.isdisjoint(present):
             not_plain = list(compress(range(len(opcodes)), map(_NOT_PLAIN.__contains__, opcodes)))
-            whole = set(comp.operand_names([i for i, opcode in enumerate(opcodes) if opcode not in _NOT_PLAIN]))
+            # A name is used by a plain instruction when the operand lists of the others hold fewer of its uses
+            # than all operand lists do.
+            by_not_plain = Counter(comp.operand_names(not_plain))
+            by_all = Counter(used)
+            whole.difference_update([name for name, n in by_not_plain.items() if by_all[name] == n])
         whole.add(root)
         users = None
         for number, i in comp.parameter_index.items():

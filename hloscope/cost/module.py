@@ -16,6 +16,8 @@ Notes:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import compress
+from operator import attrgetter
 from typing import TYPE_CHECKING
 
 from hloscope._gc import paused_gc
@@ -36,6 +38,14 @@ if TYPE_CHECKING:
 #: costed by ``boundary`` carry its ``dynamic-shape`` flag.
 _NO_WORK = FREE_OPCODES | MOVE_OPCODES | {"slice", "dynamic-slice", "dynamic-update-slice", "gather"}
 _BOUNDARY_MOVES = MOVE_OPCODES
+#: Opcodes ``_Analyzer.computation_work`` costs from the columns alone (FLOPs and transcendentals are one per
+#: output element, as ``elementwise.cost`` counts them -- the two sets are disjoint; the others have none), and
+#: those of them whose
+#: dynamic shape flags the computation ``dynamic-shape`` (as ``elementwise.cost`` and ``boundary`` do).
+_COLUMN_OPCODES = _FLOP_OPCODES | _TRANSCENDENTAL_OPCODES | _NO_WORK
+_FLAGS_DYNAMIC = _FLOP_OPCODES | _TRANSCENDENTAL_OPCODES | _BOUNDARY_MOVES
+_ELEMENTS = attrgetter("element_count")
+_IS_DYNAMIC = attrgetter("is_dynamic")
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,20 +166,20 @@ class _Analyzer:
         if total is None:
             comp = self.module.computation(name)
             # Columns, not instructions: a fused computation's instructions need not be built (``HloComputation``).
+            # Each sum is one pass in C over the columns (``compress``/``map``), not a step per instruction.
+            opcodes = comp.opcodes
+            shapes = comp.shapes
+            present = set(opcodes)
             flops = transcendentals = 0
-            dynamic = False
-            others = []
-            for i, (opcode, shape) in enumerate(zip(comp.opcodes, comp.shapes)):
-                if opcode in _FLOP_OPCODES:
-                    flops += shape.element_count
-                    dynamic = dynamic or shape.is_dynamic
-                elif opcode in _NO_WORK:
-                    dynamic = dynamic or (opcode in _BOUNDARY_MOVES and shape.is_dynamic)
-                elif opcode in _TRANSCENDENTAL_OPCODES:
-                    transcendentals += shape.element_count
-                    dynamic = dynamic or shape.is_dynamic
-                else:
-                    others.append(i)
+            if not _FLOP_OPCODES.isdisjoint(present):
+                flops = sum(map(_ELEMENTS, compress(shapes, map(_FLOP_OPCODES.__contains__, opcodes))))
+            if not _TRANSCENDENTAL_OPCODES.isdisjoint(present):
+                transcendentals = sum(map(_ELEMENTS, compress(shapes, map(_TRANSCENDENTAL_OPCODES.__contains__,
+                                                                          opcodes))))
+            dynamic = (any(map(_IS_DYNAMIC, shapes))  # (rare: then the opcodes that flag it are looked at)
+                       and any(map(_IS_DYNAMIC, compress(shapes, map(_FLAGS_DYNAMIC.__contains__, opcodes)))))
+            ruled = present.difference(_COLUMN_OPCODES)
+            others = list(compress(range(len(opcodes)), map(ruled.__contains__, opcodes))) if ruled else []
             rest = ZERO
             if others:
                 rows: list[CostRow] = []

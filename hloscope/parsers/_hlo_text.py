@@ -4,9 +4,9 @@ It reads everything XLA's own parser (``xla/hlo/parser/hlo_parser.cc``) reads --
 holds it to that on ~7,600 real texts -- and is fast where it matters, on XLA's own output. Three paths:
 
   1. Whole bodies (``_Parser._block``): a computation as XLA prints it, one instruction per line with XLA's
-     spacing, is read by one ``re.findall`` over the body. Its rows are then checked as a whole -- unique
-     names, one root, shapes, parameter numbers, operands naming instructions of the body, called computations
-     as plain names -- with a few passes in C over their columns (``_Parser._lazy_body``), and the computation
+     spacing, is read in one pass (``_block_rows.block_rows``: compiled, or ``re.findall``). Its rows are then
+     checked as a whole -- unique names, one root, shapes, parameter numbers, operands naming instructions of
+     the body, called computations as plain names -- with a few passes in C over their columns (``_Parser._lazy_body``), and the computation
      keeps them (``_LazyBody``): it answers for its names, opcodes, shapes and operands from them, and builds
      its ``HloInstruction`` objects only on first use (``HloComputation``). The cost model reads fused
      computations through those columns and never builds most of them. A body whose check fails is built at
@@ -42,6 +42,7 @@ from hloscope.hlo import (
 )
 from hloscope._gc import paused_gc
 from hloscope.parsers import _hlo_re as r
+from hloscope.parsers._block_rows import block_rows
 from hloscope.parsers._errors import HloParseError
 from hloscope.parsers._hlo_attrs import ASYNC_FORMS, ATTRIBUTE_PARSERS, KNOWN_OPCODES, LIST_CALL_KEYS
 
@@ -77,20 +78,6 @@ _TABLE_NAMES = frozenset({"FileNames", "FunctionNames", "FileLocations", "StackF
 _TABLE_ROW = re.compile(r"[ \t]*(\d+)[ \t]+([^\n]*?)[ \t\r]*$", re.MULTILINE)
 #: ``INSTRUCTION_FAST`` anchored to end at a line end (the match covers exactly one line).
 _INSTRUCTION_LINE = re.compile(r.INSTRUCTION_FAST.pattern + r"(?=\n|\Z)", re.VERBOSE)
-#: Last characters of a line whose attribute value continues on the next line.
-_CONTINUES = frozenset(",={[(: \t\r")
-#: One whole line holding one instruction, its line break included, for ``findall`` over a body (``_block``):
-#: root marker, name sigil (``%`` or empty), name, shape, opcode, operands, attributes (from their ``,``, or empty;
-#: not ending in a character that leaves a value open, ``_CONTINUES``: such a line goes to the line-by-line loop).
-#: The spacing is XLA's exactly (one blank around ``=`` and after the shape; other spacing takes the
-#: line-by-line path); an array shape holds no blank, a tuple shape nests at most 4 levels of parentheses
-#: (layout tiles ``T(8,128)`` count). The shape is validated by ``parse_shape`` (cached per text).
-_BLOCK_LINE = re.compile(
-    r"^ *(ROOT )?(%?)([^\s=%]+) = "
-    r"([a-z][^ \n]*|\((?:[^()\n]|\((?:[^()\n]|\((?:[^()\n]|\([^()\n]*\))*\))*\))*\)) "  # array, or tuple
-    r"([a-z][a-z0-9\-_]*)\(([^()\n]*)\)(,[^\n]*[^\n,={\[(: \t\r]|)\n",
-    re.MULTILINE,
-)
 _MODULE_HEADER = re.compile(r"\s*HloModule[ \t]+([^\s,]+)")
 _MODULE_SEPARATOR = re.compile(r"^//[ \t]*-----[^\n]*$", re.MULTILINE)
 _ATTRIBUTE_KEY = re.compile(r",\s*([A-Za-z_][\w.\-]*)\s*=")
@@ -438,25 +425,20 @@ class _Parser:
                ) -> tuple[int, int, str, list[HloInstruction] | None, _LazyBody | None] | None:
         """The fast path for a whole body: when every line from ``pos`` (a line start) to the first ``}`` at the
         start of a line is a complete one-line instruction -- as in every computation XLA prints -- read them all
-        with one ``findall``. Returns the position of that ``}`` line, its line number, the root's name, and
+        in one pass (``block_rows``). Returns the position of that ``}`` line, its line number, the root's name, and
         either the parameters (the instructions appended to ``instructions``) or a ``_LazyBody`` that builds
         them on first use (``_lazy_body``; not for the entry computation, which every reader builds, nor for
         bodies of fewer than ``_LAZY_MIN_LINES`` lines). None (nothing appended) when any line needs the
         line-by-line loop, which then reads the body from ``pos`` again (and reports any error with its
         position)."""
         src = self.src
-        end = src.find("\n}", pos - 1)
-        if end < pos:
-            return None
-        stop = end + 1
-        if src.count('"', pos, stop) & 1:
-            return None  # a string left open (or one over lines): the line-by-line loop finds which
-        n_lines = src.count("\n", pos, stop)
-        matches = _BLOCK_LINE.findall(src, pos, stop)
-        if len(matches) != n_lines:
+        found = block_rows(src, pos)
+        if found is None:
             return None  # a line that is not a one-line instruction (comment, blank, continuation, ...)
+        stop, matches = found
+        n_lines = len(matches)
         if n_lines >= _LAZY_MIN_LINES and not is_entry and src.startswith("}\n", stop):
-            lazy = self._lazy_body(matches, lineno, pos, stop)
+            lazy = self._lazy_body(matches, lineno)
             if lazy is not None:
                 return stop, lineno + n_lines, lazy.root, None, lazy
         rows = self._rows(matches, lineno)
@@ -466,7 +448,7 @@ class _Parser:
         instructions.extend(out)
         return stop, lineno + n_lines, root, params, None
 
-    def _lazy_body(self, matches: list[tuple[str, ...]], lineno: int, pos: int, stop: int) -> _LazyBody | None:
+    def _lazy_body(self, matches: list[tuple[str, ...]], lineno: int) -> _LazyBody | None:
         """Check a body read by ``_block`` without building its instructions: everything ``_rows`` and
         ``_finish`` would check of it (one instruction a line, unique names, one root, shapes, parameter
         numbers, operands naming instructions of the body, called computations as plain names), each over the
@@ -474,9 +456,6 @@ class _Parser:
         check fails or the body needs a closer look: the instructions are then built at once (``_rows``), and
         any error is reported from there."""
         n = len(matches)
-        src = self.src
-        if src.count(" = ", pos, stop) != n:
-            return None  # ` = ` in the attributes: a second instruction on a line
         names = tuple(map(_G2, matches))
         name_set = set(names)
         if len(name_set) != n:
@@ -533,7 +512,7 @@ class _Parser:
     def _rows(self, matches: list[tuple[str, ...]], lineno: int,
               called_at: dict[int, dict[str, tuple[str, ...]]] | None = None
               ) -> tuple[list[HloInstruction], str, list[HloInstruction]] | None:
-        """Build the instructions of ``findall`` rows of ``_BLOCK_LINE`` (one a line, the first on line
+        """Build the instructions of ``block_rows`` rows (one a line, the first on line
         ``lineno``); return them, the root's name (``""`` when no ROOT) and the parameters. None when a row needs
         the line-by-line loop. ``called_at``: the called computations of the rows that call any, by row index,
         when ``_lazy_body`` read them already."""
@@ -543,26 +522,21 @@ class _Parser:
         new = HloInstruction
         operand_list = _operand_list
         no_calls = _NO_CALLS
-        continues = _CONTINUES
         out: list[HloInstruction] = []
         append = out.append
         params: list[HloInstruction] = []
         root = ""
         ln = lineno
-        # Every line matched, so no line is a continuation of the one before unless it reads as an instruction
-        # itself: a value left open at the end of a line (`calls={`, `condition=`) would make it one (the body of
-        # a computation written in place); ` = ` in the attributes means a second instruction on the line. Both
-        # go to the line-by-line loop. (Braces left unbalanced otherwise, like quotes paired across lines, are
-        # caught when the attributes are decoded; XLA never prints them.)
+        # The rows come from ``block_rows``: no line ends with a value left open (`calls={`, `condition=`: the
+        # body of a computation written in place) and none holds a second ` = ` (a second instruction on the
+        # line); such bodies went to the line-by-line loop. (Braces left unbalanced otherwise, like quotes
+        # paired across lines, are caught when the attributes are decoded; XLA never prints them.)
         for is_root, sigil, name, shape_text, opcode, operand_text, rest in matches:
             called = no_calls
-            if rest:
-                if rest[-1] in continues or " = " in rest:
+            if rest and (("%" in rest and ("=%" in rest or "={%" in rest)) if sigil else _CALL_KEY_HINT.search(rest)):
+                called = self._called(rest, ln) if called_at is None else called_at.get(ln - lineno, no_calls)
+                if called is None:
                     return None
-                if ("%" in rest and ("=%" in rest or "={%" in rest)) if sigil else _CALL_KEY_HINT.search(rest):
-                    called = self._called(rest, ln) if called_at is None else called_at.get(ln - lineno, no_calls)
-                    if called is None:
-                        return None
             shape = shapes.get(shape_text)
             if shape is None:
                 try:
@@ -1176,8 +1150,8 @@ class _Parser:
 
 
 class _LazyBody:
-    """``hlo.InstructionSource`` of a body that ``_Parser._lazy_body`` checked: the ``findall`` rows of
-    ``_BLOCK_LINE`` and the columns made from them; the instructions are built from the rows on first use."""
+    """``hlo.InstructionSource`` of a body that ``_Parser._lazy_body`` checked: its ``block_rows`` rows
+    and the columns made from them; the instructions are built from the rows on first use."""
 
     __slots__ = ("parser", "rows", "line", "names", "opcodes", "shapes", "parameter_index", "called", "used",
                  "root")
@@ -1235,7 +1209,7 @@ class _LazyBody:
 
 
 def _row_operands(opcode: str, text: str) -> tuple[str, ...]:
-    """Operand names of one ``_BLOCK_LINE`` row, read as ``_Parser._rows`` reads them."""
+    """Operand names of one ``block_rows`` row, read as ``_Parser._rows`` reads them."""
     if not text or opcode == "parameter" or opcode == "constant":
         return ()
     if text[0] == "%" and opcode in KNOWN_OPCODES:

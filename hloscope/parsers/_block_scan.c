@@ -1,0 +1,357 @@
+/* The compiled form of hloscope.parsers._block_rows.py_block_rows: a computation body, one instruction per line
+ * as XLA prints it, read in one pass.
+ *
+ * ``block_rows(src, pos)`` returns exactly what the pure-Python ``py_block_rows`` returns (that function's
+ * docstring is the specification; tests/parsers/test_block_rows.py holds the two equal on every fixture, on the
+ * corpus and on mutated lines): ``(stop, rows)``, where ``stop`` is the position of the first line from ``pos``
+ * that starts with '}' and ``rows`` holds one 7-tuple of ``str`` per line before it -- root marker, name
+ * sigil, name, shape, opcode, operands, attributes, as ``BLOCK_LINE.findall`` gives them -- or None when there
+ * is no such line, no line before it, an odd number of '"' before it, a line that ``BLOCK_LINE`` does not
+ * match, or a ' = ' after a line's ``name = ``.
+ *
+ * One pass over the text; a line is matched without backtracking, because ``BLOCK_LINE`` has at most one way to
+ * match a line (its parts are separated by characters they cannot hold), except that "ROOT " may also begin a
+ * name: tried first as the marker, then as the name, as the regex does.
+ *
+ * Built as an optional extension (setup.py): when it is missing, hloscope uses the Python function. */
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <string.h>
+
+#if defined(__GNUC__)
+#define ALWAYS_INLINE static inline __attribute__((always_inline))
+#else
+#define ALWAYS_INLINE static inline
+#endif
+
+#define N_GROUPS 7
+
+typedef struct {
+    Py_ssize_t start[N_GROUPS];
+    Py_ssize_t end[N_GROUPS];
+} Spans;
+
+#define CH(i) PyUnicode_READ(kind, data, (i))
+
+ALWAYS_INLINE int is_lower(Py_UCS4 c) { return c >= 'a' && c <= 'z'; }
+
+ALWAYS_INLINE int is_opcode_char(Py_UCS4 c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
+}
+
+/* The last character of attributes that leaves a value open (BLOCK_LINE's final class, negated). */
+ALWAYS_INLINE int leaves_open(Py_UCS4 c) {
+    switch (c) {
+    case '\n': case ',': case '=': case '{': case '[': case '(': case ':': case ' ': case '\t': case '\r':
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/* Match groups 1-6 of BLOCK_LINE on the line [j, e) (src[e] == '\n'), from the name's sigil on. */
+ALWAYS_INLINE int match_from(int kind, const void *data, Py_ssize_t j, Py_ssize_t e, Spans *g) {
+    Py_ssize_t start;
+    Py_UCS4 c;
+    /* (%?) */
+    g->start[1] = j;
+    if (j < e && CH(j) == '%') {
+        j++;
+    }
+    g->end[1] = j;
+    /* ([^\s=%]+) */
+    start = j;
+    while (j < e) {
+        c = CH(j);
+        if (c == '=' || c == '%' || Py_UNICODE_ISSPACE(c)) {
+            break;
+        }
+        j++;
+    }
+    if (j == start) {
+        return 0;
+    }
+    g->start[2] = start;
+    g->end[2] = j;
+    /* " = " */
+    if (e - j < 3 || CH(j) != ' ' || CH(j + 1) != '=' || CH(j + 2) != ' ') {
+        return 0;
+    }
+    j += 3;
+    /* ([a-z][^ \n]* | a tuple: parentheses nested at most 4 deep, no '\n') */
+    start = j;
+    if (j >= e) {
+        return 0;
+    }
+    c = CH(j);
+    if (is_lower(c)) {
+        j++;
+        while (j < e && CH(j) != ' ') {
+            j++;
+        }
+    } else if (c == '(') {
+        int depth = 0;
+        for (;;) {
+            if (j >= e) {
+                return 0;
+            }
+            c = CH(j);
+            j++;
+            if (c == '(') {
+                if (++depth > 4) {
+                    return 0;
+                }
+            } else if (c == ')') {
+                if (--depth == 0) {
+                    break;
+                }
+            }
+        }
+    } else {
+        return 0;
+    }
+    g->start[3] = start;
+    g->end[3] = j;
+    /* " " */
+    if (j >= e || CH(j) != ' ') {
+        return 0;
+    }
+    j++;
+    /* ([a-z][a-z0-9\-_]*) */
+    start = j;
+    if (j >= e || !is_lower(CH(j))) {
+        return 0;
+    }
+    j++;
+    while (j < e && is_opcode_char(CH(j))) {
+        j++;
+    }
+    g->start[4] = start;
+    g->end[4] = j;
+    /* \(([^()\n]*)\) */
+    if (j >= e || CH(j) != '(') {
+        return 0;
+    }
+    j++;
+    start = j;
+    while (j < e) {
+        c = CH(j);
+        if (c == '(' || c == ')') {
+            break;
+        }
+        j++;
+    }
+    if (j >= e || CH(j) != ')') {
+        return 0;
+    }
+    g->start[5] = start;
+    g->end[5] = j;
+    j++;
+    /* (,[^\n]*[^\n,={\[(: \t\r]|) then \n */
+    if (j == e) {
+        g->start[6] = g->end[6] = e;
+        return 1;
+    }
+    if (CH(j) != ',' || e - j < 2 || leaves_open(CH(e - 1))) {
+        return 0;
+    }
+    g->start[6] = j;
+    g->end[6] = e;
+    return 1;
+}
+
+/* The end of the line that starts at `a` (the index of its '\n', or -1 when there is none before `stop`); adds the
+ * line's '"' to *quotes. Text of one byte a character (ASCII, Latin-1: what XLA prints) is searched with memchr. */
+ALWAYS_INLINE Py_ssize_t line_end(int kind, const void *data, Py_ssize_t a, Py_ssize_t stop, Py_ssize_t *quotes) {
+    if (kind == PyUnicode_1BYTE_KIND) {
+        const Py_UCS1 *d = (const Py_UCS1 *)data;
+        const Py_UCS1 *nl = memchr(d + a, '\n', (size_t)(stop - a));
+        const Py_UCS1 *q = d + a;
+        if (nl == NULL) {
+            return -1;
+        }
+        while ((q = memchr(q, '"', (size_t)(nl - q))) != NULL) {
+            ++*quotes;
+            q++;
+        }
+        return nl - d;
+    } else {
+        Py_ssize_t e = a;
+        Py_UCS4 c;
+        while (e < stop && (c = CH(e)) != '\n') {
+            if (c == '"') {
+                ++*quotes;
+            }
+            e++;
+        }
+        return e < stop ? e : -1;
+    }
+}
+
+/* Whether " = " occurs in [i, e). */
+ALWAYS_INLINE int has_equals(int kind, const void *data, Py_ssize_t i, Py_ssize_t e) {
+    if (kind == PyUnicode_1BYTE_KIND) {
+        const Py_UCS1 *d = (const Py_UCS1 *)data;
+        const Py_UCS1 *eq = d + i + 1;
+        const Py_UCS1 *last = d + e - 1; /* an '=' at i+1 .. e-2 may sit between two blanks */
+        while (eq < last && (eq = memchr(eq, '=', (size_t)(last - eq))) != NULL) {
+            if (eq[-1] == ' ' && eq[1] == ' ') {
+                return 1;
+            }
+            eq++;
+        }
+        return 0;
+    } else {
+        for (; i + 2 < e; i++) {
+            if (CH(i + 1) == '=' && CH(i) == ' ' && CH(i + 2) == ' ') {
+                return 1;
+            }
+        }
+        return 0;
+    }
+}
+
+/* Scan the lines from `pos` to the first that starts with '}' (before `length`): append a row per line to `rows`.
+ * Returns the position of that '}', -1 when there are no rows to give (the caller returns None), -2 on a Python
+ * error. */
+ALWAYS_INLINE Py_ssize_t scan(int kind, const void *data, PyObject *src, Py_ssize_t pos, Py_ssize_t length,
+                              PyObject *rows) {
+    Py_ssize_t a = pos;
+    Py_ssize_t quotes = 0;
+    Spans g;
+    for (;;) {
+        Py_ssize_t e, i;
+        if (a >= length) {
+            return -1; /* no '}' line */
+        }
+        if (CH(a) == '}') {
+            break;
+        }
+        e = line_end(kind, data, a, length, &quotes);
+        if (e < 0) {
+            return -1;
+        }
+        i = a;
+        while (i < e && CH(i) == ' ') {
+            i++;
+        }
+        if (e - i > 5 && CH(i) == 'R' && CH(i + 1) == 'O' && CH(i + 2) == 'O' && CH(i + 3) == 'T' &&
+            CH(i + 4) == ' ' && match_from(kind, data, i + 5, e, &g)) {
+            g.start[0] = i;
+            g.end[0] = i + 5;
+        } else if (match_from(kind, data, i, e, &g)) {
+            g.start[0] = g.end[0] = i;
+        } else {
+            return -1;
+        }
+        /* A second " = " after the name's: str.count, which does not count overlaps, would find more than one a
+         * line. */
+        if (has_equals(kind, data, g.end[2] + 3, e)) {
+            return -1;
+        }
+        {
+            PyObject *row = PyTuple_New(N_GROUPS);
+            int k;
+            if (row == NULL) {
+                return -2;
+            }
+            for (k = 0; k < N_GROUPS; k++) {
+                PyObject *part = PyUnicode_Substring(src, g.start[k], g.end[k]);
+                if (part == NULL) {
+                    Py_DECREF(row);
+                    return -2;
+                }
+                PyTuple_SET_ITEM(row, k, part);
+            }
+            if (PyList_Append(rows, row) < 0) {
+                Py_DECREF(row);
+                return -2;
+            }
+            Py_DECREF(row);
+        }
+        a = e + 1;
+    }
+    return (quotes & 1) || a == pos ? -1 : a;
+}
+
+static PyObject *block_rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    PyObject *src, *rows, *result, *stop_obj;
+    Py_ssize_t pos, length, stop;
+    int kind;
+    const void *data;
+    (void)self;
+    if (nargs != 2) {
+        PyErr_Format(PyExc_TypeError, "block_rows() takes 2 arguments (src, pos), got %zd", nargs);
+        return NULL;
+    }
+    src = args[0];
+    if (!PyUnicode_Check(src)) {
+        PyErr_Format(PyExc_TypeError, "block_rows(): src must be str, not %.100s", Py_TYPE(src)->tp_name);
+        return NULL;
+    }
+    pos = PyLong_AsSsize_t(args[1]);
+    if (pos == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    if (PyUnicode_READY(src) < 0) {
+        return NULL;
+    }
+    length = PyUnicode_GET_LENGTH(src);
+    kind = PyUnicode_KIND(src);
+    data = PyUnicode_DATA(src);
+    if (pos < 1 || pos > length || PyUnicode_READ(kind, data, pos - 1) != '\n') {
+        PyErr_Format(PyExc_ValueError, "block_rows(): pos=%zd does not follow a line break", pos);
+        return NULL;
+    }
+    rows = PyList_New(0);
+    if (rows == NULL) {
+        return NULL;
+    }
+    switch (kind) {
+    case PyUnicode_1BYTE_KIND:
+        stop = scan(PyUnicode_1BYTE_KIND, data, src, pos, length, rows);
+        break;
+    case PyUnicode_2BYTE_KIND:
+        stop = scan(PyUnicode_2BYTE_KIND, data, src, pos, length, rows);
+        break;
+    default:
+        stop = scan(PyUnicode_4BYTE_KIND, data, src, pos, length, rows);
+        break;
+    }
+    if (stop < 0) {
+        Py_DECREF(rows);
+        if (stop == -2) {
+            return NULL;
+        }
+        Py_RETURN_NONE;
+    }
+    result = PyTuple_New(2);
+    if (result == NULL) {
+        Py_DECREF(rows);
+        return NULL;
+    }
+    PyTuple_SET_ITEM(result, 1, rows);
+    stop_obj = PyLong_FromSsize_t(stop);
+    if (stop_obj == NULL) {
+        Py_DECREF(result);
+        return NULL;
+    }
+    PyTuple_SET_ITEM(result, 0, stop_obj);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"block_rows", (PyCFunction)(void (*)(void))block_rows, METH_FASTCALL,
+     "block_rows(src, pos) -> tuple[int, list[tuple[str, ...]]] | None\n\n"
+     "The position of the first line from pos that starts with '}' and the rows of BLOCK_LINE of the lines\n"
+     "before it, or None; see hloscope.parsers._block_rows.py_block_rows, which this equals."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_block_scan",
+    "Compiled scanner of one-line HLO instructions (hloscope.parsers._block_rows).", -1, methods,
+};
+
+PyMODINIT_FUNC PyInit__block_scan(void) { return PyModule_Create(&module); }

@@ -1,0 +1,187 @@
+"""The compiled body scanner (``_block_scan.c``) against its specification, ``py_block_rows`` (``str.find``,
+``re.findall`` and ``str.count``): the same result for every body of every fixture, for bodies of the public
+corpus, for hand-made edge cases of ``BLOCK_LINE`` and for thousands of real lines mutated at random, in text
+of each of ``str``'s three storage widths.
+
+When the extension is missing these tests skip, except where a C compiler is on the PATH: there a missing
+extension is a broken install (``pip install -e .`` builds it), and the tests fail.
+"""
+
+from __future__ import annotations
+
+import random
+import shutil
+import sysconfig
+from itertools import chain
+from pathlib import Path
+
+import pytest
+
+from hloscope.parsers._block_rows import BLOCK_LINE, c_block_rows, py_block_rows
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "hlo"
+
+
+@pytest.fixture(scope="module")
+def compiled():
+    if c_block_rows is None:
+        cc = (sysconfig.get_config_var("CC") or "cc").split()[0]
+        if shutil.which(cc):
+            pytest.fail(f"the C scanner hloscope.parsers._block_scan is not built, though {cc} is here: "
+                        "reinstall with `pip install -e .`")
+        pytest.skip("the optional C scanner is not built (no C compiler)")
+    return c_block_rows
+
+
+def _line_starts(text: str) -> list[int]:
+    return [i + 1 for i, ch in enumerate(text) if ch == "\n" and i + 1 < len(text)]
+
+
+def _body_starts(text: str) -> list[int]:
+    """Where ``_Parser._block`` calls the scanner: after each line that opens a computation."""
+    return [i + 2 for i in range(len(text)) if text.startswith("{\n", i)]
+
+
+def _assert_same(compiled, text: str, starts: list[int], source: str) -> int:
+    found = 0
+    for pos in starts:
+        expected = py_block_rows(text, pos)
+        assert compiled(text, pos) == expected, f"{source}: pos {pos}: {text[pos:pos + 120]!r}"
+        found += expected is not None
+    return found
+
+
+@pytest.mark.parametrize("path", sorted(FIXTURES.glob("*.hlo.txt")), ids=lambda p: p.name)
+def test_every_fixture_line(compiled, path: Path) -> None:
+    text = path.read_text()
+    assert _assert_same(compiled, text, _line_starts(text), path.name) > 0
+    assert _assert_same(compiled, text, _body_starts(text), path.name) > 0
+
+
+def test_corpus_bodies(compiled, corpus_dir: Path) -> None:
+    dirs = [corpus_dir / d for d in ("hlo_cpu", "hlo_gpu", "hlo_tpu", "hlo_generic")]
+    texts = bodies = 0
+    for path in sorted(chain.from_iterable(d.glob(g) for g in ("*.txt", "*.hlo") for d in dirs)):
+        text = path.read_text(encoding="utf-8", errors="replace")
+        if len(text) > 3_000_000:
+            continue
+        bodies += _assert_same(compiled, text, _body_starts(text), path.name)
+        texts += 1
+    assert texts > 200 and bodies > 10_000, (texts, bodies)
+
+
+HEADER = "%c (p: f32[]) -> f32[] {\n"
+
+EDGE_BODIES = [
+    "  %p = f32[] parameter(0)\n  ROOT %r = f32[] add(%p, %p)\n",
+    "  p = f32[] parameter(0)\n  ROOT r = f32[] negate(p)\n",  # names without '%'
+    "  ROOT = f32[] parameter(0)\n",  # an instruction named ROOT
+    "  ROOT ROOT = f32[] parameter(0)\n",
+    "ROOT %r = f32[] constant(1)\n",  # no indent
+    "    %r = f32[] constant(1)\n",
+    "  %t = (f32[], (s32[2]{0}, (u8[], (pred[])))) tuple(%a, %b)\n",  # a tuple nested 4 deep
+    "  %t = (f32[], (s32[2]{0}, (u8[], (pred[], (f16[]))))) tuple(%a)\n",  # 5 deep: not a block line
+    "  %t = (f32[], s32[]) tuple(%a), sharding={{replicated}, {maximal device=0}}\n",
+    "  %t = () tuple()\n",
+    "  %t = (f32[] tuple()\n",  # tuple left open
+    "  %x = f32[8,128]{1,0:T(8,128)} copy(%y), metadata={op_name=\"a\" source_file=\"b.py\" source_line=3}\n",
+    "  %x = f32[] copy(%y), metadata={op_name=\"a\n",  # a string over lines
+    "  %x = f32[] copy(%y), a=\"\"\"\n",  # an odd number of quotes
+    "  %x = f32[] copy(%y), calls=%z, y = f32[] negate(%x)\n",  # two instructions on a line
+    "  %x = f32[] copy(%y), a=b=c\n",  # '=' without blanks is fine
+    "  %x = f32[] copy(%y), a= =b\n",
+    "  %x = f32[] copy(%y),\n",  # value continued on the next line
+    "  %x = f32[] copy(%y), calls={\n",
+    "  %x = f32[] copy(%y), condition=\n",
+    "  %x = f32[] copy(%y), a=b \n",
+    "  %x = f32[] copy(%y), a=b\t\n",
+    "  %x = f32[] copy(%y), a=b\r\n",
+    "  %x = f32[] copy(%y)\r\n",
+    "  %x = f32[] copy(%y),b\n",
+    "  %x = f32[] copy(%y),\"\n",
+    "  %x = f32[] copy(%y) \n",
+    "  %x = f32[] copy((%y))\n",
+    "  %x = f32[] copy(%y)(%z)\n",
+    "  %x = f32[] Copy(%y)\n",
+    "  %x = f32[] copy-start.1_2(%y)\n",
+    "  %x = F32[] copy(%y)\n",
+    "  %x = f32[]  copy(%y)\n",
+    "  %x  = f32[] copy(%y)\n",
+    "  %%x = f32[] copy(%y)\n",
+    "  %x% = f32[] copy(%y)\n",
+    "  \t%x = f32[] copy(%y)\n",
+    "  %x\u2003y = f32[] copy(%y)\n",  # a Unicode blank ends a name, as \s does
+    "  %x\u00e9 = f32[] copy(%y)\n",
+    "  %x = f32[] copy(%y), metadata={op_name=\"\u00e9\U0001f600\"}\n",
+    "  %x = f32[] copy(%y)\n\n",  # a blank line
+    "  %x = f32[] copy(%y)\n// a comment\n",
+    "  %x = f32[] copy(%y)\n  }\n",  # an indented brace is a line like any other
+    "  }x = f32[] copy(%y)\n",
+    "",  # an empty body
+]
+
+
+@pytest.mark.parametrize("body", EDGE_BODIES)
+@pytest.mark.parametrize("wide", ["", "\u0101", "\U0001f600"], ids=["1-byte", "2-byte", "4-byte"])
+def test_edge_cases(compiled, body: str, wide: str) -> None:
+    text = f"HloModule m{wide}\n\n{HEADER}{body}}}\n\n"
+    pos = text.index(HEADER) + len(HEADER)
+    assert compiled(text, pos) == py_block_rows(text, pos)
+
+
+def test_a_body_without_its_closing_brace(compiled) -> None:
+    text = f"{HEADER}  %x = f32[] copy(%y)\n  ROOT %z = f32[] copy(%x)\n"
+    pos = len(HEADER)
+    assert compiled(text, pos) is None and py_block_rows(text, pos) is None
+    assert compiled(text + "}", pos) == py_block_rows(text + "}", pos) == (len(text), [
+        ("", "%", "x", "f32[]", "copy", "%y", ""), ("ROOT ", "%", "z", "f32[]", "copy", "%x", "")])
+
+
+def test_the_rows_are_the_regex_groups(compiled) -> None:
+    body = "  ROOT %t = (f32[], s32[]) tuple(%a, %b), sharding={replicated}\n"
+    text = HEADER + body + "}\n"
+    stop, rows = compiled(text, len(HEADER))
+    assert stop == len(HEADER) + len(body)
+    assert rows == [("ROOT ", "%", "t", "(f32[], s32[])", "tuple", "%a, %b", ", sharding={replicated}")]
+    assert rows == BLOCK_LINE.findall(body)
+
+
+_SPECIALS = [" ", "=", " = ", '"', "(", ")", "%", "}", "{", "\n", "ROOT ", ",", "\t", "\r", "[", ":", "x",
+             "\u00e9", "\u2003", "\U0001f600", "/*", "\n}"]
+
+
+def test_mutated_real_lines(compiled) -> None:
+    """Real lines with a few characters inserted or removed: both scanners must agree on each body."""
+    lines = [line + "\n" for path in sorted(FIXTURES.glob("*.hlo.txt"))
+             for line in path.read_text().splitlines() if " = " in line][:4000]
+    rng = random.Random(20261123)
+    accepted = 0
+    for case in range(3000):
+        body = [rng.choice(lines) for _ in range(rng.randint(1, 6))]
+        for _ in range(rng.randint(1, 3)):
+            k = rng.randrange(len(body))
+            line = body[k]
+            at = rng.randrange(len(line))
+            if rng.random() < 0.3:
+                body[k] = line[:at] + line[at + 1:]
+            else:
+                body[k] = line[:at] + rng.choice(_SPECIALS) + line[at:]
+        text = HEADER + "".join(body) + "}\n"
+        expected = py_block_rows(text, len(HEADER))
+        assert compiled(text, len(HEADER)) == expected, text
+        accepted += expected is not None
+    assert 100 < accepted < 2900, accepted  # both outcomes are exercised
+
+
+@pytest.mark.parametrize("scan", ["compiled", "python"])
+def test_bad_arguments(compiled, scan: str) -> None:
+    fn = compiled if scan == "compiled" else py_block_rows
+    text = HEADER + "  %x = f32[] copy(%y)\n}\n"
+    for pos in (0, 3, len(text) + 1, -1):
+        with pytest.raises(ValueError, match="does not follow a line break"):
+            fn(text, pos)
+    if scan == "compiled":
+        with pytest.raises(TypeError, match="src must be str"):
+            fn(text.encode(), len(HEADER))
+        with pytest.raises(TypeError, match="takes 2 arguments"):
+            fn(text)
