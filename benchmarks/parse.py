@@ -20,6 +20,10 @@ What is measured, on the same text, in the same process (the machine's load affe
 * ``hloscope parse, built``: the parse, then every computation's ``instructions`` (long bodies are otherwise
   built on first use), as XLA's row builds every instruction.
 * ``hloscope parse+cost``: parse then ``hloscope.cost.module_cost(module)``, when ``hloscope.cost`` provides it.
+* ``hloscope parse, Python scanner`` and ``hloscope parse+cost, Python scanner``: the same two with the body
+  scanner written in Python (``hloscope.parsers._block_rows.py_block_rows``), what an install without a C
+  compiler runs; only when the optional C scanner is built (the header line says which scanner the other rows
+  use).
 
 Throughput is MB/s of HLO text (1 MB = 10**6 characters); ``ratio`` is hloscope's throughput over XLA's.
 """
@@ -136,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from jax._src.lib import xla_client as xc
 
-    from hloscope.parsers import parse_hlo_text
+    from hloscope.parsers import _block_rows, _hlo_text, parse_hlo_text
 
     module = parse_hlo_text(text, str(path))  # warm-up, and checks the text parses
     n_inst = sum(len(c) for c in module.computations)
@@ -153,13 +157,25 @@ def main(argv: list[str] | None = None) -> int:
     if module_cost is not None:
         module_cost(module)  # warm-up
         rows.append(("hloscope parse+cost", best_of(lambda: module_cost(parse_hlo_text(text)), args.repeat)))
+    if _block_rows.block_rows is not _block_rows.py_block_rows:
+        # The same, with the body scanner written in Python (where the C extension could not be built).
+        _hlo_text.block_rows = _block_rows.py_block_rows
+        try:
+            rows.append(("hloscope parse, Python scanner", best_of(lambda: parse_hlo_text(text), args.repeat)))
+            if module_cost is not None:
+                rows.append(("hloscope parse+cost, Python scanner",
+                             best_of(lambda: module_cost(parse_hlo_text(text)), args.repeat)))
+        finally:
+            _hlo_text.block_rows = _block_rows.block_rows
 
     xla_s = rows[1][1]
+    scanner = "Python" if _block_rows.block_rows is _block_rows.py_block_rows else "C"
     print(f"{path.name}: {mb:.2f} MB, {len(module.computations)} computations, {n_inst} instructions, "
-          f"best of {args.repeat}")
-    print(f"{'':22}{'seconds':>9}{'MB/s':>9}{'vs XLA':>9}")
+          f"best of {args.repeat}, body scanner: {scanner}")
+    width = max(len(label) for label, _ in rows) + 1
+    print(f"{'':{width}}{'seconds':>9}{'MB/s':>9}{'vs XLA':>9}")
     for label, seconds in rows:
-        print(f"{label:22}{seconds:9.3f}{mb / seconds:9.1f}{xla_s / seconds:8.2f}x")
+        print(f"{label:{width}}{seconds:9.3f}{mb / seconds:9.1f}{xla_s / seconds:8.2f}x")
     return 0
 
 
