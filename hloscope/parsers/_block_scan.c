@@ -294,9 +294,11 @@ static PyObject *block_rows(PyObject *self, PyObject *const *args, Py_ssize_t na
     if (pos == -1 && PyErr_Occurred()) {
         return NULL;
     }
-    if (PyUnicode_READY(src) < 0) {
+#if PY_VERSION_HEX < 0x030C0000
+    if (PyUnicode_READY(src) < 0) { /* (a no-op, and deprecated, from Python 3.12 on) */
         return NULL;
     }
+#endif
     length = PyUnicode_GET_LENGTH(src);
     kind = PyUnicode_KIND(src);
     data = PyUnicode_DATA(src);
@@ -352,6 +354,7 @@ static PyMethodDef methods[] = {
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "_block_scan",
     "Compiled scanner of one-line HLO instructions (hloscope.parsers._block_rows).", -1, methods,
+    NULL, NULL, NULL, NULL,
 };
 
 PyMODINIT_FUNC PyInit__block_scan(void) { return PyModule_Create(&module); }

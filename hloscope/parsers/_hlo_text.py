@@ -1200,11 +1200,9 @@ class _LazyBody:
     def operand_names(self, indices: Iterable[int] | None = None) -> list[str]:
         if indices is None:
             return self.used
-        rows = self.rows
-        opcodes = self.opcodes
         picked = list(indices)
-        picked_opcodes = [opcodes[i] for i in picked]
-        return _used_names([rows[i] for i in picked], picked_opcodes,
+        picked_opcodes = list(map(self.opcodes.__getitem__, picked))
+        return _used_names(list(map(self.rows.__getitem__, picked)), picked_opcodes,
                            set(picked_opcodes).difference(KNOWN_OPCODES))
 
 
