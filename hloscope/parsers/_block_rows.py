@@ -1,9 +1,10 @@
 """The rows of a computation body printed the way XLA prints it: one instruction per line, read in one pass.
 
 ``block_rows(src, pos)`` is the first step of the parser's whole-body path (``_Parser._block`` in
-``_hlo_text.py``). Two implementations give the same result: ``py_block_rows`` (``str.find``, ``re.findall`` and
-three ``str.count`` passes: the specification) and, when the optional extension ``_block_scan`` was compiled at install
-(``setup.py``; it needs a C compiler), the same scan as one pass in C, about three times faster on XLA's output.
+``_hlo_text.py``). Two implementations give the same result: ``py_block_rows`` (``str.find``, ``re.findall``
+and three ``str.count`` passes: the specification) and, when the optional extension ``_block_scan`` was
+compiled at install (``setup.py``; it needs a C compiler), the same scan as one pass in C, about three times
+faster on XLA's output (benchmarks/README.md).
 ``block_rows`` is the C one when present; set ``HLOSCOPE_PURE_PYTHON=1`` to use the Python one.
 tests/parsers/test_block_rows.py holds the two equal on every fixture and corpus text and on mutated lines.
 """
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Callable
+from collections.abc import Callable
 
 #: One whole line holding one instruction, its line break included: root marker (``ROOT `` or empty), name sigil
 #: (``%`` or empty), name, shape, opcode, operands, attributes (from their ``,``, or empty; not ending in a

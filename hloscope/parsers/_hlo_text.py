@@ -6,11 +6,12 @@ holds it to that on ~7,600 real texts -- and is fast where it matters, on XLA's 
   1. Whole bodies (``_Parser._block``): a computation as XLA prints it, one instruction per line with XLA's
      spacing, is read in one pass (``_block_rows.block_rows``: compiled, or ``re.findall``). Its rows are then
      checked as a whole -- unique names, one root, shapes, parameter numbers, operands naming instructions of
-     the body, called computations as plain names -- with a few passes in C over their columns (``_Parser._lazy_body``), and the computation
-     keeps them (``_LazyBody``): it answers for its names, opcodes, shapes and operands from them, and builds
-     its ``HloInstruction`` objects only on first use (``HloComputation``). The cost model reads fused
-     computations through those columns and never builds most of them. A body whose check fails is built at
-     once, one short step per instruction (``_Parser._rows``), or read by the next path.
+     the body, called computations as plain names -- with a few passes in C over their columns
+     (``_Parser._lazy_body``), and the computation keeps them (``_LazyBody``): it answers for its names,
+     opcodes, shapes and operands from them, and builds its ``HloInstruction`` objects only on first use
+     (``HloComputation``). The cost model reads fused computations through those columns and never builds most
+     of them. A body whose check fails is built at once, one short step per instruction (``_Parser._rows``), or
+     read by the next path.
   2. Lines (the loop in ``_Parser._body``): one regex match per line (``_hlo_re.INSTRUCTION_FAST``) for bodies
      with comments, blank lines or other spacing.
   3. Tokens (``_Parser._general_instruction``): anything else -- a value over several lines, comments between
