@@ -612,6 +612,11 @@ class HloComputation:
 
     def shape_of(self, name: str) -> Shape:
         """Result shape of the instruction called ``name``, without building it. Raises KeyError."""
+        index = self._index
+        if index is not None and self._shapes is not None:  # (the cost model's hot path: one lookup)
+            i = index.get(name)
+            if i is not None:
+                return self._shapes[i]
         return self.shapes[self.index_of(name)]
 
     def instruction_map(self) -> Mapping[str, HloInstruction]:

@@ -7,6 +7,7 @@ short reason; the parser adds the location.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import re
@@ -331,8 +332,10 @@ def _mesh_groups(axes_text: str, selected_text: str) -> tuple[tuple[int, ...], .
     return tuple(groups)
 
 
+@functools.lru_cache(maxsize=4096)
 def replica_groups(text: str) -> ReplicaGroups:
-    """Parse ``replica_groups`` in the explicit, iota or mesh-axes form (see ``ReplicaGroups``)."""
+    """Parse ``replica_groups`` in the explicit, iota or mesh-axes form (see ``ReplicaGroups``). Raises
+    ValueError. Cached per text (the result is immutable): a module's collectives repeat a few group texts."""
     text = text.strip()
     if text.startswith("{"):
         return ReplicaGroups(nested_int_lists(text), "explicit", text)
