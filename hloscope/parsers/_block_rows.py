@@ -7,6 +7,7 @@ compiled at install (``setup.py``; it needs a C compiler), the same scan as one 
 faster on XLA's output (benchmarks/README.md).
 ``block_rows`` is the C one when present; set ``HLOSCOPE_PURE_PYTHON=1`` to use the Python one.
 tests/parsers/test_block_rows.py holds the two equal on every fixture and corpus text and on mutated lines.
+A change to one is a change to both; after editing the C file, rebuild it in place with ``pip install -e .``.
 """
 
 from __future__ import annotations
