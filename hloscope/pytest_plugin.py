@@ -750,24 +750,27 @@ def _analyze_static_or_trace(source: str | os.PathLike[str], spec: ChipSpec) -> 
 
 
 class _Shapes:
-    """(module, computation, instruction) -> result Shape, looked up lazily per computation."""
+    """(module, computation, instruction) -> result Shape, through ``HloComputation.shape_of`` (nothing built)."""
 
     def __init__(self, modules: dict[str, Any]) -> None:
         self._modules = modules
-        self._comps: dict[tuple[str, str], dict[str, Any]] = {}
+        self._comps: dict[tuple[str, str], Any] = {}
 
     def get(self, key: tuple[str, str, str], default: Any = None) -> Any:
         module, comp, inst = key
-        table = self._comps.get((module, comp))
-        if table is None:
+        if (module, comp) not in self._comps:
             m = self._modules.get(module)
             try:
-                found = m.computation(comp) if m is not None else None
-                table = dict(zip(found.names, found.shapes)) if found is not None else {}
+                self._comps[(module, comp)] = m.computation(comp) if m is not None else None
             except KeyError:
-                table = {}
-            self._comps[(module, comp)] = table
-        return table.get(inst, default)
+                self._comps[(module, comp)] = None
+        found = self._comps[(module, comp)]
+        if found is None:
+            return default
+        try:
+            return found.shape_of(inst)
+        except KeyError:
+            return default
 
 
 # ---- deviceless TPU ------------------------------------------------------------------------------
