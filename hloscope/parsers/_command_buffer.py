@@ -20,7 +20,6 @@ kernel names its instruction (``fixtures/profile/gpu_mlp_train_nocb``; tests/par
 from __future__ import annotations
 
 from itertools import chain
-
 from typing import TYPE_CHECKING, Mapping
 
 if TYPE_CHECKING:
