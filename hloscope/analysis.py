@@ -11,12 +11,11 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 if TYPE_CHECKING:
     from hloscope.hlo import HloModule
-    from hloscope.report import Report
+    from hloscope.result import Report
     from hloscope.roofline.chips import ChipSpec
 
 
-class ChipRequiredError(ValueError):
-    """No chip was given and none could be inferred from the input."""
+from hloscope.errors import ChipRequiredError as ChipRequiredError  # noqa: E402 - re-exported
 
 
 def analyze(source: Any, chip: str | ChipSpec | None = None, *, run: str | None = None,
@@ -75,8 +74,8 @@ def _chrome_traced(path: Path, chip: str | ChipSpec | None) -> Report:
     """A Chrome-trace profile (``*.trace.json.gz``): per-op time from durations; FLOPs and bytes from each
     op's printed HLO line where it determines them, else libtpu's numbers (flag ``costed-by-libtpu``)."""
     from hloscope.parsers._chrome_trace import read_chrome_trace, trace_costs
-    from hloscope.report import Report
-    from hloscope.report.table import modules_frame, ops_frame
+    from hloscope.result import Report
+    from hloscope.roofline.tables import modules_frame, ops_frame
 
     tc = trace_costs(read_chrome_trace(path))
     spec = _resolve_chip(chip, tc.platform)
@@ -106,8 +105,8 @@ def _resolve_chip(chip: str | ChipSpec | None, platform: str | None) -> ChipSpec
 
 def _static(modules: list[HloModule], chip: ChipSpec) -> Report:
     from hloscope.cost import module_cost
-    from hloscope.report import Report
-    from hloscope.report.table import modules_frame, ops_frame
+    from hloscope.result import Report
+    from hloscope.roofline.tables import modules_frame, ops_frame
 
     costs = [module_cost(m) for m in modules]
     ops = ops_frame(costs, chip)
@@ -120,8 +119,8 @@ def _traced(run_dir: Path, files: list[Path], chip: str | ChipSpec | None, hlo_f
     from hloscope.parsers import parse_hlo, parse_hlo_text
     from hloscope.parsers._command_buffer import join_command_buffer_kernels
     from hloscope.parsers._xspace import TraceError, hlo_protos, op_events, open_xspace, step_events
-    from hloscope.report import Report
-    from hloscope.report.table import modules_frame, ops_frame
+    from hloscope.result import Report
+    from hloscope.roofline.tables import modules_frame, ops_frame
 
     spaces = [open_xspace(f) for f in files]  # indexed: events are decoded line by line, not all at once
     events = _concat([op_events(x) for x in spaces])

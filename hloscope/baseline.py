@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 if TYPE_CHECKING:
-    from hloscope.report import Report
+    from hloscope.result import Report
 
 __all__ = [
     "SCHEMA",

@@ -37,7 +37,7 @@ from hloscope import baseline as _bl
 if TYPE_CHECKING:
     import pandas as pd
 
-    from hloscope.report import Report
+    from hloscope.result import Report
     from hloscope.roofline.chips import ChipSpec
 
 __all__ = ["Analysis", "HloscopeFixture", "HloscopeConfigError"]
@@ -689,7 +689,7 @@ def _import_analysis() -> float:
 
     import hloscope.cost  # noqa: F401
     import hloscope.parsers  # noqa: F401
-    import hloscope.report.table  # noqa: F401
+    import hloscope.roofline.tables  # noqa: F401
 
     _IMPORTED.append(True)
     return time.perf_counter() - t0
@@ -727,8 +727,8 @@ def _analyze_text(text: str, spec: ChipSpec) -> Analysis:
 
 def _analyze_module(module: Any, spec: ChipSpec) -> Analysis:
     from hloscope.cost import module_cost
-    from hloscope.report import Report
-    from hloscope.report.table import modules_frame, ops_frame
+    from hloscope.result import Report
+    from hloscope.roofline.tables import modules_frame, ops_frame
 
     costs = [module_cost(module)]
     ops = ops_frame(costs, spec)

@@ -38,7 +38,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, NamedTuple
 
-from hloscope.parsers._xspace import TraceError, _self_times, _split_module_key
+from hloscope.parsers._trace_error import TraceError
+from hloscope.parsers._xspace import _self_times, _split_module_key
 from hloscope.parsers._xspace import _as_step
 
 if TYPE_CHECKING:  # pragma: no cover

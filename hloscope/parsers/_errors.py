@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from hloscope.errors import HloscopeError
 
-class HloParseError(ValueError):
+
+class HloParseError(HloscopeError):
     """HLO text that hloscope cannot read, with where and why.
 
     Attributes:

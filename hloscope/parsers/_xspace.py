@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from google.protobuf.message import DecodeError, Message
 
 from hloscope.parsers import _xspace_schema as _schema
+from hloscope.parsers._trace_error import TraceError
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -102,25 +103,6 @@ OP_EVENT_COLUMNS = (
     "self_ps",
 )
 STEP_EVENT_COLUMNS = ("plane", "device_id", "line", "name", "step_num", "start_ps", "end_ps", "duration_ps")
-
-
-class TraceError(ValueError):
-    """A profile that hloscope cannot read: missing, empty, corrupted, or not an XSpace.
-
-    The message is one line: ``<path>: <what is wrong>; <what was expected / how to fix it>``.
-
-    Attributes:
-        path: the offending file or directory (``str``; ``"<bytes>"`` for in-memory input).
-        msg: the message without the path prefix.
-    """
-
-    def __init__(self, path: str | os.PathLike[str], msg: str) -> None:
-        self.path = os.fspath(path)
-        self.msg = msg
-        super().__init__(f"{self.path}: {msg}")
-
-    def __reduce__(self):  # picklable despite the two-argument constructor
-        return (type(self), (self.path, self.msg))
 
 
 # --------------------------------------------------------------------------------------------------------

@@ -1,5 +1,6 @@
-"""Presentation: per-op and per-module tables, the report JSON, terminal and HTML rendering, diffs."""
+"""Presentation only: the terminal (rich), HTML, and diff renderings of a ``Report`` or ``Diff``.
 
-from hloscope.report._report import SCHEMA as SCHEMA
-from hloscope.report._report import Report as Report
-from hloscope.report._report import load_report as load_report
+Nothing here computes a number that is not already in the tables it is given, and nothing here imports
+``hloscope.analysis``, ``hloscope.compare``'s engine inputs or the pytest plugin. The ``Report`` itself lives in
+``hloscope.result``; the JSON form is ``Report.to_json``.
+"""

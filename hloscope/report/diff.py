@@ -31,7 +31,7 @@ from hloscope.report._format import duration, si
 if TYPE_CHECKING:
     import pandas as pd
 
-    from hloscope.report import Report
+    from hloscope.result import Report
     from hloscope.roofline.chips import ChipSpec
 
 SCHEMA = "hloscope.diff/1"
@@ -156,7 +156,7 @@ class Diff:
         """The JSON document (schema ``hloscope.diff/1``): ``schema``, ``a``, ``b`` (labels), ``chip`` (id),
         ``summary`` (status -> number of ops), ``modules`` and ``ops`` (rows of the DataFrames; NaN as None),
         ``notes``."""
-        from hloscope.report._report import _records
+        from hloscope.result.report import _records
 
         counts = self.ops["status"].value_counts().to_dict()
         return {"schema": SCHEMA, "a": self.a_label, "b": self.b_label, "chip": self.chip.id,
@@ -187,7 +187,7 @@ def load_side(source: Any, chip: str | ChipSpec | None = None) -> tuple[Report, 
     from pathlib import Path
 
     from hloscope.analysis import analyze
-    from hloscope.report import Report, load_report
+    from hloscope.result import Report, load_report
 
     if isinstance(source, Report):
         return source, "<report>"

@@ -19,7 +19,7 @@ from hloscope.report._format import duration, si
 if TYPE_CHECKING:
     import pandas as pd
 
-    from hloscope.report import Report
+    from hloscope.result import Report
     from hloscope.roofline.chips import ChipSpec
 
 #: Chart area, in SVG user units.

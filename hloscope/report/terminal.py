@@ -9,7 +9,7 @@ from hloscope.report._format import duration as _time
 from hloscope.report._format import si as _si
 
 if TYPE_CHECKING:
-    from hloscope.report import Report
+    from hloscope.result import Report
     from hloscope.roofline.chips import ChipSpec
 
 

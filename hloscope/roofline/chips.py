@@ -52,6 +52,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from hloscope.errors import HloscopeError
+
 __all__ = [
     "GB",
     "GiB",
@@ -186,7 +188,7 @@ def canonical_dtype(dtype: str) -> str:
 # --------------------------------------------------------------------------------------------------
 
 
-class ChipSpecError(ValueError):
+class ChipSpecError(HloscopeError):
     """A chip specification is invalid: bad TOML, a missing field, or a value of the wrong type or sign.
 
     The message names the file (when the spec came from one), the chip and the field; they are also
@@ -248,7 +250,7 @@ class ChipSpecError(ValueError):
         )
 
 
-class UnknownChipError(ValueError):
+class UnknownChipError(HloscopeError):
     """No chip has the requested id or alias.
 
     Attributes:

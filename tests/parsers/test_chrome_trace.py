@@ -421,7 +421,7 @@ def test_tile_padding_is_the_only_padded_difference(comparison):
 
 @needs_corpus
 def test_trace_costs_on_corpus(traces):
-    from hloscope.report.table import OP_COLUMNS, modules_frame, ops_frame
+    from hloscope.roofline.tables import OP_COLUMNS, modules_frame, ops_frame
     from hloscope.roofline.chips import all_chips
 
     tr = next(iter(traces.values()))

@@ -17,7 +17,7 @@ import pandas  # noqa: F401
 
 import hloscope.analysis  # noqa: F401
 import hloscope.pytest_plugin  # noqa: F401
-import hloscope.report.table  # noqa: F401
+import hloscope.roofline.tables  # noqa: F401
 
 try:  # the trace reader's protobuf modules (C extension too)
     from google.protobuf import descriptor_pool  # noqa: F401

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 import hloscope
-from hloscope.report.table import MODULE_COLUMNS, OP_COLUMNS
+from hloscope.roofline.tables import MODULE_COLUMNS, OP_COLUMNS
 
 ROOT = Path(__file__).resolve().parents[2]
 TRACE = ROOT / "fixtures" / "profile" / "cpu_train_step"

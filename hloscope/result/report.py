@@ -67,7 +67,7 @@ class Report:
         """
         import pandas as pd
 
-        from hloscope.report.table import MODULE_COLUMNS, OP_COLUMNS
+        from hloscope.roofline.tables import MODULE_COLUMNS, OP_COLUMNS
         from hloscope.roofline.chips import chip_from_dict
 
         found = data.get("schema") if isinstance(data, dict) else None
