@@ -17,9 +17,10 @@ For each program and target, the best of ``--repeat`` runs of:
 * ``compile``: ``jax.jit(fn).lower(*args).compile()`` on a *fresh* function object each run (JAX's in-memory
   caches keyed on the function would otherwise turn the compile into a lookup). ``lower`` is reported on its own
   too; the ratio is taken against ``lower + compile``, which is what ``hloscope.analyze(fn, *args)`` pays for JAX.
-* ``analysis``: what the plugin adds per test -- ``compiled.as_text()``, parse, cost, score, the ops and modules
-  tables, the baseline summary, the comparison with a baseline and its JSON text (``Analysis`` +
-  ``check_baseline`` minus the file read/write, which is one small file).
+* ``analysis``: what the plugin adds per test -- ``hloscope.analyze(compiled)`` (``compiled.as_text()``, parse,
+  cost, score, the ops and modules tables), the baseline record of the report, the comparison with a baseline
+  and its JSON text (the fixture's ``analyze`` + ``check_baseline`` minus the file read/write, which is one small
+  file). ``report`` is the ``hloscope.analyze(compiled)`` part alone.
 
 Measured warm (modules imported). The one-time import of what the analysis needs (pandas, hloscope's parser,
 cost model and tables) is measured separately in a fresh interpreter that has already imported JAX: it is paid
@@ -150,29 +151,31 @@ def measure(name: str, target: str, make: Callable[[], Callable[..., Any]], args
             repeat: int) -> dict[str, Any]:
     import jax
 
-    from hloscope import baseline as bl
-    from hloscope.pytest_plugin import _analyze_text
+    from hloscope.analysis import analyze
+    from hloscope.compare import baseline as bl
+    from hloscope.compare import compare
     from hloscope.roofline.chips import get_chip
 
     spec = get_chip(chip)
     compiled = jax.jit(make()).lower(*args).compile()  # warm-up (tracing machinery, libtpu)
-    base = _analyze_text(compiled.as_text(), spec).summary()
+    base = bl.record(analyze(compiled, chip=spec))
     bl.to_json(base)
 
     lower_s = best_of(lambda: jax.jit(make()).lower(*args), repeat)
     total_s = best_of(lambda: jax.jit(make()).lower(*args).compile(), repeat)
 
     def analysis() -> None:
-        a = _analyze_text(compiled.as_text(), spec)
-        s = a.summary()
-        bl.compare(base, s)
-        bl.to_json(s)
+        report = analyze(compiled, chip=spec)
+        current = bl.record(report)
+        compare(base.to_report(spec), report, rules=0.05).verdict  # as check_baseline, minus the file read
+        bl.to_json(current)
 
     analysis_s = best_of(analysis, repeat)
+    report_s = best_of(lambda: analyze(compiled, chip=spec), repeat)
     text = compiled.as_text()
     return {"program": name, "target": target, "chip": chip, "hlo_chars": len(text),
-            "ops": int(len(_analyze_text(text, spec).ops)), "lower_s": lower_s, "lower_compile_s": total_s,
-            "analysis_s": analysis_s, "ratio": analysis_s / total_s}
+            "ops": int(len(analyze(compiled, chip=spec).ops)), "lower_s": lower_s, "lower_compile_s": total_s,
+            "report_s": report_s, "analysis_s": analysis_s, "ratio": analysis_s / total_s}
 
 
 _IMPORT_PROBE = r"""
@@ -183,7 +186,9 @@ t0 = time.perf_counter()
 import hloscope.pytest_plugin as p
 from hloscope.roofline.chips import get_chip
 t1 = time.perf_counter()
-p._analyze_text(jax.jit(lambda x: x * 2).lower(jnp.ones(2)).compile().as_text(), get_chip("tpu-v5e")).summary()
+from hloscope.analysis import analyze
+from hloscope.compare import baseline as bl
+bl.record(analyze(jax.jit(lambda x: x * 2).lower(jnp.ones(2)).compile(), chip=get_chip("tpu-v5e")))
 t2 = time.perf_counter()
 print(t1 - t0, t2 - t1)
 """
@@ -225,7 +230,8 @@ def main(argv: list[str] | None = None) -> int:
             rows.append(row)
             print(f"{name:16s} {target:20s} HLO {row['hlo_chars'] / 1e3:7.0f} kB {row['ops']:5d} ops  "
                   f"lower {row['lower_s'] * 1e3:7.1f} ms  lower+compile {row['lower_compile_s'] * 1e3:8.1f} ms  "
-                  f"analysis {row['analysis_s'] * 1e3:6.1f} ms  = {row['ratio']:6.1%}", flush=True)
+                  f"report {row['report_s'] * 1e3:6.1f} ms  analysis {row['analysis_s'] * 1e3:6.1f} ms  = "
+                  f"{row['ratio']:6.1%}", flush=True)
     imp, first = import_cost()
     print(f"one-time: plugin import {imp * 1e3:.0f} ms; first analysis with its lazy imports (pandas, parser, "
           f"cost model) {first * 1e3:.0f} ms")

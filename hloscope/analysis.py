@@ -18,51 +18,85 @@ if TYPE_CHECKING:
 from hloscope.errors import ChipRequiredError as ChipRequiredError  # noqa: E402 - re-exported
 
 
-def analyze(source: Any, chip: str | ChipSpec | None = None, *, run: str | None = None,
-            hlo: Iterable[str | os.PathLike[str]] = (), module: str | None = None) -> Report:
-    """Cost and score every instruction of a compiled program, with measured times when given a trace.
+def analyze(source: Any, *args: Any, chip: str | ChipSpec | None = None, target: str = "backend",
+            topology: str | None = None, run: str | None = None, hlo: Iterable[str | os.PathLike[str]] = (),
+            module: str | None = None, **kwargs: Any) -> Report:
+    """Cost and score every instruction of a program -- compiling it first when given a function -- with
+    measured times when given a trace.
 
     Args:
-        source: one of: a JAX ``Compiled`` (``jax.jit(f).lower(...).compile()``; its ``as_text()`` is
-            analysed); HLO text; a path to an HLO text file or an XLA dump directory; a profile log dir holding
-            ``plugins/profile/<run>/``, a run dir, one ``*.xplane.pb``, or one Chrome trace
-            ``*.trace.json.gz`` (TPU traces carry each op's HLO line and libtpu's own FLOPs/bytes).
-        chip: chip id or alias (``"tpu-v5e"``, ``"h100"``, ``"host"``) or a ``ChipSpec``. Required for HLO
-            inputs; for a CPU trace the calibrated ``host`` chip is used (measured on the fly when absent).
+        source: one of
+            - a function, jitted (``jax.jit(f)``) or not, with example arguments ``*args, **kwargs`` (arrays or
+              ``jax.ShapeDtypeStruct``, with shardings for a sharded program): lowered with
+              ``fn.lower(*args, **kwargs)`` and compiled for ``target`` (``hloscope.compile.compile_program``);
+            - a ``jax.stages.Lowered`` (compiled) or ``jax.stages.Compiled`` (``jax.jit(f).lower(...).compile()``;
+              used as is) -- no example arguments;
+            - HLO text (a ``str`` holding a module);
+            - a path (``str`` or ``os.PathLike``) to an HLO text file or an XLA dump directory
+              (``--xla_dump_to``; ``module`` picks one of several);
+            - a path to a profile: a log dir holding ``plugins/profile/<run>/``, a run dir, one ``*.xplane.pb``,
+              or one Chrome trace ``*.trace.json.gz`` (TPU traces carry each op's HLO line and libtpu's own
+              FLOPs/bytes).
+        *args, **kwargs: example arguments of a function ``source`` (keywords named like this function's own
+            -- ``chip``, ``target``, ``topology``, ``run``, ``hlo``, ``module`` -- are taken as those: bind
+            such arguments with ``functools.partial``).
+        chip: chip id or alias (``"tpu-v5e"``, ``"h100"``, ``"host"``) or a ``ChipSpec``. Required for
+            programs and HLO inputs; for a trace, default: the chip its device kind names, or for a CPU trace
+            the calibrated ``host`` chip (measured on the fly when absent).
+        target: for a function: ``"backend"`` (JAX's current backend) or ``"deviceless"`` (a TPU of
+            ``chip``'s generation through libtpu, no TPU needed).
+        topology: for a deviceless compile: libtpu topology name (``"v5e:2x4"``); default: the smallest with
+            enough devices for the arguments' shardings.
         run: for a log dir, the run to read (default: newest).
         hlo: HLO text files to join a trace's events with, instead of the HLO protos embedded in the trace.
         module: for a dump dir with several modules, part of the wanted module's name.
 
     Returns:
-        ``Report`` with ``.ops`` and ``.modules`` DataFrames (totals per module run / per step).
+        ``Report`` with ``.ops`` and ``.modules`` DataFrames (totals per module run / per step), totals and
+        ``assert_*`` methods; for a compiled program also ``compiled_for`` (platform, device kind, devices)
+        and ``compile_s`` (JAX's lower + compile seconds); ``analysis_s`` is hloscope's own time.
 
     Raises:
+        TypeError: example arguments with HLO text, a path, a ``Lowered`` or a ``Compiled``; or a ``source``
+            of none of the kinds above.
+        ConfigError: an unknown ``target``, or a deviceless compile that cannot be done (no libtpu, a non-TPU
+            chip, a bad topology; the message names the fix).
         HloParseError: bad HLO text. TraceError: bad trace input (names path and fix).
         UnknownChipError: unknown chip id (lists ids and the closest match). ChipRequiredError: no chip.
     """
+    __tracebackhide__ = True
+    import time
+
     from hloscope.parsers import parse_hlo
-    from hloscope.parsers._trace_dir import find_xplane_files
 
-    if hasattr(source, "as_text") and callable(source.as_text):
-        modules = [parse_hlo(source.as_text())]
-        return _static(modules, _resolve_chip(chip, None))
-    if isinstance(source, str) and not _is_path(source):
-        return _static([parse_hlo(source)], _resolve_chip(chip, None))
-    path = Path(source)
-    if path.is_file() and path.name.endswith((".trace.json.gz", ".trace.json")):
-        return _chrome_traced(path, chip)
-    if path.is_file() and not path.name.endswith((".xplane.pb", ".xplane.pb.gz")):
-        return _static([parse_hlo(path)], _resolve_chip(chip, None))
-    if path.is_dir() and any(path.glob("*after_optimizations.txt")):
-        return _static([parse_hlo(path, module=module)], _resolve_chip(chip, None))
-    run_dir, files = find_xplane_files(path, run)
-    return _traced(run_dir, files, chip, [Path(h) for h in hlo])
+    if isinstance(source, (str, os.PathLike)):
+        if args or kwargs:
+            raise TypeError("hloscope.analyze(text_or_path) takes no example arguments")
+        t0 = time.perf_counter()
+        if isinstance(source, str) and not _is_path(source):
+            report = _static([parse_hlo(source)], _resolve_chip(chip, None))
+        else:
+            path = Path(source)
+            if path.is_file() and not path.name.endswith((".xplane.pb", ".xplane.pb.gz", ".trace.json.gz",
+                                                            ".trace.json")):
+                report = _static([parse_hlo(path)], _resolve_chip(chip, None))
+            elif path.is_dir() and any(path.glob("*after_optimizations.txt")):
+                report = _static([parse_hlo(path, module=module)], _resolve_chip(chip, None))
+            else:
+                report = _traced(path, run, chip, [Path(h) for h in hlo])
+        report.analysis_s = time.perf_counter() - t0
+        return report
 
+    from hloscope.compile import compile_program
 
-def _concat(frames):
-    import pandas as pd
-
-    return frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
+    spec = _resolve_chip(chip, None)
+    program = compile_program(source, args, kwargs, chip=spec, target=target, topology=topology)
+    t0 = time.perf_counter()
+    report = _static([parse_hlo(program.hlo_text)], spec)
+    report.compiled_for = dict(program.compiled_for)
+    report.compile_s = program.compile_s
+    report.analysis_s = program.text_s + time.perf_counter() - t0
+    return report
 
 
 def _is_path(s: str) -> bool:
@@ -70,40 +104,44 @@ def _is_path(s: str) -> bool:
         os.path.exists(s) or s.endswith((".pb", ".txt", ".hlo", ".json", ".json.gz", "/")))
 
 
-def _chrome_traced(path: Path, chip: str | ChipSpec | None) -> Report:
-    """A Chrome-trace profile (``*.trace.json.gz``): per-op time from durations; FLOPs and bytes from each
-    op's printed HLO line where it determines them, else libtpu's numbers (flag ``costed-by-libtpu``)."""
-    from hloscope.parsers._chrome_trace import read_chrome_trace, trace_costs
-    from hloscope.result import Report
-    from hloscope.roofline.tables import modules_frame, ops_frame
-
-    tc = trace_costs(read_chrome_trace(path))
-    spec = _resolve_chip(chip, tc.platform)
-    ops = ops_frame(tc.costs, spec, tc.measured, tc.step_s)
-    return Report(ops, modules_frame(tc.costs, ops, spec, tc.step_s), spec, tc.coverage, tc.notes)
-
-
-def _resolve_chip(chip: str | ChipSpec | None, platform: str | None) -> ChipSpec:
-    from hloscope.roofline.chips import ChipSpec, all_chips, get_chip
+def _resolve_chip(chip: str | ChipSpec | None, platform: str | None, device_kind: str | None = None,
+                  notes: list[str] | None = None) -> ChipSpec:
+    """The chip to score against: ``chip`` when given; else the chip the trace's device kind names; else, for
+    a CPU trace, the calibrated host. Says which it chose in ``notes``."""
+    from hloscope.roofline.chips import ChipSpec, UnknownChipError, all_chips, get_chip, get_device_spec
 
     if isinstance(chip, ChipSpec):
         return chip
     chips = all_chips()
     if chip is not None:
         return get_chip(chip, extra=chips)
+    if device_kind and platform in ("gpu", "tpu"):
+        try:
+            spec = get_device_spec(device_kind)
+        except (UnknownChipError, ValueError):
+            spec = None
+        if spec is not None:
+            if notes is not None:
+                notes.append(f"chip {spec.id} chosen from the trace's device kind {device_kind!r}; pass --chip to "
+                             "score against another")
+            return spec
     if platform == "cpu":
         if "host" in chips:
             return chips["host"]
         from hloscope.roofline.calibrate import calibrate_host
 
+        if notes is not None:
+            notes.append("host chip measured on the fly; run `hloscope calibrate` once to measure it carefully")
         return calibrate_host(repeats=3, size=1024, memory_bytes=64 * 2**20)
     raise ChipRequiredError(
         "no chip given: pass --chip ID (e.g. tpu-v5e, h100; see `hloscope chips`)"
-        + ("" if platform else " -- an HLO text carries no device kind")
+        + (f" -- the trace names its device {device_kind!r}, which is not in the chip table" if device_kind
+           else "" if platform else " -- an HLO text carries no device kind")
     )
 
 
 def _static(modules: list[HloModule], chip: ChipSpec) -> Report:
+    """Parse -> cost -> score, no trace: roofline times only."""
     from hloscope.cost import module_cost
     from hloscope.result import Report
     from hloscope.roofline.tables import modules_frame, ops_frame
@@ -113,67 +151,71 @@ def _static(modules: list[HloModule], chip: ChipSpec) -> Report:
     return Report(ops, modules_frame(costs, ops, chip), chip, {"static": True})
 
 
-def _traced(run_dir: Path, files: list[Path], chip: str | ChipSpec | None, hlo_files: list[Path]) -> Report:
+def _traced(path: Path, run: str | None, chip: str | ChipSpec | None, hlo_files: list[Path]) -> Report:
+    """Read the trace's op events (any format), join them to the costs of the HLO that ran, score on the chip.
 
-    from hloscope.cost import module_cost
-    from hloscope.parsers import parse_hlo, parse_hlo_text
-    from hloscope.parsers._command_buffer import join_command_buffer_kernels
-    from hloscope.parsers._xspace import TraceError, hlo_protos, op_events, open_xspace, step_events
+    XSpace files embed each executable's HLO (or ``hlo_files`` give it); a TPU Chrome trace carries each op's
+    HLO line instead, costed line by line (``hloscope.cost.trace_lines``).
+    """
+    from hloscope.parsers.events import read_trace
     from hloscope.result import Report
+    from hloscope.roofline.join import measured_times, named_modules, trace_coverage
     from hloscope.roofline.tables import modules_frame, ops_frame
 
-    spaces = [open_xspace(f) for f in files]  # indexed: events are decoded line by line, not all at once
-    events = _concat([op_events(x) for x in spaces])
-    steps = _concat([step_events(x) for x in spaces])
-    if events.empty:
-        raise TraceError(str(run_dir), "no per-HLO-op events in this trace (expected XLA Ops lines on "
-                         "/device:TPU, kernels with hlo_op stats on /device:GPU, or CPU thunks with hlo_op "
-                         "stats); re-capture with jax.profiler.trace around jitted steps")
+    events = read_trace(path, run)
+    notes = list(events.notes)
+    events.ops = named_modules(events.ops)
+    if "hlo_text" in events.ops.columns:  # a Chrome trace: the HLO is in the events, line by line
+        from hloscope.cost.trace_lines import line_costs
+
+        measured = measured_times(events)
+        lines = line_costs(events.ops, measured.runs, str(path))
+        costs = lines.costs
+        with_hlo = set(measured.runs)
+        notes.append("costs from each op's HLO line (hloscope's rules, tile-padded bytes); where the line alone "
+                     "does not determine a value (fusion FLOPs, async wrappers, sliced fusion operands) libtpu's "
+                     "own number is used, flagged costed-by-libtpu (dense bytes)")
+    else:
+        from hloscope.cost import module_cost
+        from hloscope.parsers._command_buffer import join_command_buffer_kernels
+
+        modules = _trace_modules(events, hlo_files, path)
+        events.ops, rejoined = join_command_buffer_kernels(events.ops, modules)
+        if rejoined["by_name"] or rejoined["by_gemm_order"]:
+            notes.append(f"GPU command buffers (CUDA graphs): {rejoined['by_name']} kernel events joined to "
+                         f"instructions by kernel name, {rejoined['by_gemm_order']} library GEMM kernels to the "
+                         "GEMM custom calls in program order")
+        measured = measured_times(events)
+        costs = [module_cost(modules[name]) for name in sorted(measured.runs) if name in modules]
+        with_hlo = set(modules)
+        lines = None
+    notes.extend(measured.notes)
+    spec = _resolve_chip(chip, events.platform, events.device_kind, notes)
+    ops = ops_frame(costs, spec, measured.per_op, measured.busy_s)
+    coverage = trace_coverage(ops, measured, events, with_hlo)
+    if lines is not None:
+        total = float(ops["measured_s"].sum())
+        by_rules = sum(measured.per_op[k][0] for k in lines.line_costed if k in measured.per_op)
+        coverage["line_costed_time_fraction"] = by_rules / total if total else 0.0
+    return Report(ops, modules_frame(costs, ops, spec, measured.busy_s), spec, coverage, notes)
+
+
+def _trace_modules(events, hlo_files: list[Path], path: Path) -> dict[str, HloModule]:
+    """The HLO modules a trace's events name: from ``hlo_files`` when given, else the trace's own protos."""
+    from hloscope.parsers import parse_hlo, parse_hlo_text
+    from hloscope.parsers._trace_error import TraceError
+
     modules: dict[str, HloModule] = {}
     if hlo_files:
         for f in hlo_files:
             m = parse_hlo(f)
             modules[m.name] = m
     else:
-        for x in spaces:
-            for entry in hlo_protos(x):
-                if entry.module_name not in modules:
-                    modules[entry.module_name] = parse_hlo_text(entry.to_text(), source=f"{run_dir}:{entry.metadata_name}")
-    events, rejoined = join_command_buffer_kernels(events, modules)
-    ran = set(events["hlo_module"])
-    if not modules:
-        raise TraceError(str(run_dir), "the trace holds no HLO protos (the /host:metadata plane is empty); "
+        ran = set(events.ops["module"].astype(str))
+        for name, text in events.hlo_modules.items():
+            if name in ran:
+                modules[name] = parse_hlo_text(text(), source=events.hlo_sources.get(name, str(path)))
+    if not modules and not events.hlo_modules:
+        raise TraceError(str(path), "the trace holds no HLO protos (the /host:metadata plane is empty); "
                          "pass the module text with --hlo FILE (e.g. from XLA_FLAGS=--xla_dump_to)")
-    platform = "cpu" if events["plane"].str.startswith("/host:CPU").all() else (
-        "gpu" if events["plane"].str.contains("GPU").any() else "tpu")
-    spec = _resolve_chip(chip, platform)
-    notes = []
-    if chip is None and platform == "cpu" and spec.id == "host":
-        from hloscope.roofline.chips import all_chips
-
-        if "host" not in all_chips():
-            notes.append("host chip measured on the fly; run `hloscope calibrate` once to measure it carefully")
-    if rejoined["by_name"] or rejoined["by_gemm_order"]:
-        notes.append(f"GPU command buffers (CUDA graphs): {rejoined['by_name']} kernel events joined to "
-                     f"instructions by kernel name, {rejoined['by_gemm_order']} library GEMM kernels to the GEMM "
-                     "custom calls in program order")
-    devices = max(int(events["device_id"].nunique()), 1)
-    train_steps = steps[steps["step_num"].notna()] if "step_num" in steps else steps
-    n_steps = int(train_steps["step_num"].nunique()) if len(train_steps) else 0
-    if n_steps == 0:
-        notes.append("no step markers in the trace: times are per run of the whole trace")
-    per = max(n_steps, 1) * devices
-    grouped = events.groupby(["hlo_module", "hlo_op"])["self_ps"].agg(["sum", "count"])
-    measured = {(m, op): (total / 1e12 / per, cnt / per) for (m, op), (total, cnt) in grouped.iterrows()}
-    costs = [module_cost(modules[name]) for name in sorted(ran) if name in modules]
-    step_s = {m: sum(v[0] for (mm, _), v in measured.items() if mm == m) for m in ran}
-    ops = ops_frame(costs, spec, measured, step_s)
-    joined = ops[ops["category"] != "unjoined"]["measured_s"].sum()
-    total = ops["measured_s"].sum()
-    coverage = {
-        "joined_time_fraction": float(joined / total) if total else 0.0,
-        "steps": n_steps, "devices": devices, "files": [str(f) for f in files],
-        "unjoined_ops": int((ops["category"] == "unjoined").sum()),
-        "modules_without_hlo": sorted(ran - set(modules)),
-    }
-    return Report(ops, modules_frame(costs, ops, spec, step_s), spec, coverage, notes)
+    return modules

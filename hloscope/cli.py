@@ -75,11 +75,18 @@ def main(argv: list[str] | None = None) -> int:
     except FileNotFoundError as e:
         print(f"hloscope: {e}", file=sys.stderr)
         return EXIT_PATH
-    except ValueError as e:  # HloParseError, TraceError, UnknownChipError, ChipSpecError, ChipRequiredError
-        print(f"hloscope: {e}", file=sys.stderr)
+    except ValueError as e:  # every HloscopeError (a ValueError: bad input), and stray ValueErrors of libraries
+        print(f"hloscope: {_one_line(e)}", file=sys.stderr)
         return EXIT_INPUT
     except KeyboardInterrupt:  # pragma: no cover
         return EXIT_INTERNAL
+
+
+def _one_line(err: BaseException) -> str:
+    """The error's message as one line: the first line, plus the location excerpt of an ``HloParseError``
+    folded in (``path:line:col: msg``) -- stderr gets one line per error."""
+    text = str(err)
+    return text.splitlines()[0] if text else type(err).__name__
 
 
 def _report(args: argparse.Namespace) -> int:
@@ -87,7 +94,7 @@ def _report(args: argparse.Namespace) -> int:
 
     if not os.path.exists(args.path):
         raise FileNotFoundError(f"{args.path}: no such file or directory")
-    report = _with_status(args.path, lambda: analyze(args.path, args.chip, run=args.run, hlo=args.hlo,
+    report = _with_status(args.path, lambda: analyze(args.path, chip=args.chip, run=args.run, hlo=args.hlo,
                                                      module=args.module))
     if args.format == "json":
         _emit(report.to_json() + "\n", args.output)
@@ -112,18 +119,20 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _diff(args: argparse.Namespace) -> int:
-    from hloscope.report.diff import diff, diff_command_output, parse_rules, render_diff_table
+    from hloscope import diff
+    from hloscope.compare.rules import parse_rules
+    from hloscope.report.diff import diff_command_output, render_diff_table
 
     for path in (args.a, args.b):
         if not os.path.exists(path):
             raise FileNotFoundError(f"{path}: no such file or directory")
     rules = parse_rules(args.fail_on)  # bad rules fail before any analysis
-    result = diff(args.a, args.b, chip=args.chip)
+    result = diff(args.a, args.b, chip=args.chip, rules=rules)
     if args.format == "table" and not args.output:
         render_diff_table(result, top=args.top)  # straight to the terminal, at its width
     else:
         _emit(diff_command_output(result, args.format, top=args.top), args.output)
-    broken = result.check(rules)
+    broken = result.verdict.lines()
     for line in broken:
         print(f"hloscope: fail-on: {line}", file=sys.stderr)
     return EXIT_INTERNAL if broken else EXIT_OK

@@ -14,12 +14,16 @@ records baselines under ``hloscope_baseline_dir`` (default ``.hloscope/``), one 
 Settings are resolved per test in one place (``_Settings.resolve``): marker ``@pytest.mark.hloscope(...)``, then
 the command line, then the ini file, then the default. Importing this module is cheap (no JAX, no pandas): it
 is loaded by every pytest run once hloscope is installed.
+
+The plugin is a thin layer: ``hloscope.analyze`` compiles (``hloscope.compile``) and analyzes, and the
+``Report`` it returns carries the totals and assertions (``hloscope.result.assertions``) -- the same in a test,
+a script or a notebook. The plugin adds settings, the deviceless topology's devices for meshes, baselines and
+the terminal summary.
 """
 
 from __future__ import annotations
 
 import argparse
-import fnmatch
 import json
 import math
 import os
@@ -32,26 +36,27 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 import pytest
 
-from hloscope import baseline as _bl
+from hloscope import units as _units
+from hloscope.compare import Diff
+from hloscope.compare import baseline as _bl
+from hloscope.compare import rules as _rules
+from hloscope.compile import TARGETS
+from hloscope.errors import ConfigError
+from hloscope.result import Report
+from hloscope.result.assertions import BOUNDS as BOUNDS  # noqa: F401 - re-exported for old imports
+from hloscope.result.assertions import COLLECTIVE_KINDS as COLLECTIVE_KINDS  # noqa: F401
 
 if TYPE_CHECKING:
-    import pandas as pd
-
-    from hloscope.result import Report
     from hloscope.roofline.chips import ChipSpec
 
 __all__ = ["Analysis", "HloscopeFixture", "HloscopeConfigError"]
 
-BOUNDS = ("compute", "memory", "communication")
-TARGETS = ("backend", "deviceless")
-COLLECTIVE_KINDS = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all", "ragged-all-to-all",
-                    "collective-permute", "collective-broadcast")
 _PROPERTY = "hloscope"  # user_properties key of a baseline check (travels from xdist workers)
 _TIMING = "hloscope-timing"  # user_properties key of one analysis's timings
 
-
-class HloscopeConfigError(ValueError):
-    """A bad hloscope setting (chip, tolerance, target, marker argument); the message says where it came from."""
+#: A bad hloscope setting (chip, tolerance, target, marker argument) or a compile target that cannot be built;
+#: the message says where it came from. The old name of ``hloscope.errors.ConfigError`` (the same class).
+HloscopeConfigError = ConfigError
 
 
 # --------------------------------------------------------------------------------------------------
@@ -72,7 +77,17 @@ def _parse_chip(value: str, where: str) -> str:
 def _parse_fraction(value: str, where: str) -> float:
     __tracebackhide__ = True
     try:
-        return _bl.parse_fraction(value, where)
+        return _rules.parse_fraction(value, where)
+    except ValueError as err:
+        raise HloscopeConfigError(str(err)) from None
+
+
+def _parse_tolerance(value: Any, where: str) -> float | tuple[_rules.Rule, ...]:
+    """A tolerance (``0.05``, ``5%``: the default rules at that tolerance; returned as a float) or rules in the
+    grammar of ``hloscope diff --fail-on`` (``roofline_s:+5%,op.bound:+0``; returned as a tuple)."""
+    __tracebackhide__ = True
+    try:
+        return _rules.parse_tolerance(value, where)
     except ValueError as err:
         raise HloscopeConfigError(str(err)) from None
 
@@ -121,8 +136,9 @@ class _Option:
 OPTIONS: tuple[_Option, ...] = (
     _Option("chip", "CHIP", _parse_chip, None,
             "chip to score against: an id or alias from `hloscope chips` (tpu-v5e, h100, ...)."),
-    _Option("tolerance", "FRACTION", _parse_fraction, _bl.DEFAULT_TOLERANCE,
-            "relative change tolerated before a baseline check fails (0.05 or 5%%)."),
+    _Option("tolerance", "FRACTION", _parse_tolerance, _rules.DEFAULT_TOLERANCE,
+            "relative change tolerated before a baseline check fails (0.05 or 5%%: the default rules), or "
+            "rules in the grammar of `hloscope diff --fail-on` (roofline_s:+5%%,op.bound:+0; docs/diff.md)."),
     _Option("baseline_dir", "DIR", _parse_text, ".hloscope",
             "directory of the baseline JSON files, relative to the ini file's directory (else the rootdir).",
             marker=False),
@@ -220,8 +236,6 @@ class _SessionState:
 
 
 _STATE = pytest.StashKey[_SessionState]()
-# The deviceless TPU topology made for each (chip id, topology setting): one each, the largest asked for.
-_TOPOLOGIES: dict[tuple[str, str | None], Any] = {}
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -254,8 +268,8 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
     chip = s.resolve("chip")[0]
     if chip is None and not s.update:
         return None
-    return [f"hloscope: chip {chip or '(per test)'}, target {s.resolve('target')[0]}, tolerance "
-            f"{s.resolve('tolerance')[0]:.0%}, baselines {_rel(s.baseline_dir(), config.rootpath)}/"
+    return [f"hloscope: chip {chip or '(per test)'}, target {s.resolve('target')[0]}, "
+            f"{_rules.describe(s.resolve('tolerance')[0])}, baselines {_rel(s.baseline_dir(), config.rootpath)}/"
             + (" (updating)" if s.update else "")]
 
 
@@ -334,7 +348,7 @@ def _summary_lines(state: _SessionState, config: pytest.Config) -> list[tuple[st
                 status += f" ({r.regressions})"
             elif r.status == "improved":
                 status += f" ({r.improvements})"
-            rows.append((test, r.chip, _bl.format_quantity(r.roofline_s, "s"), change, status, r.status))
+            rows.append((test, r.chip, _units.quantity(r.roofline_s, "s"), change, status, r.status))
         widths = [max(len(row[i]) for row in rows) for i in range(4)]
         for row in rows:
             markup = {"red": True} if row[5] in ("regressed", "missing", "incompatible", "corrupted") else (
@@ -452,8 +466,13 @@ class HloscopeFixture:
 
     def devices(self, n: int | None = None) -> list[Any]:
         """The devices ``analyze(fn, ...)`` compiles for: ``jax.devices()``, or those of a deviceless TPU topology
-        with at least ``n`` devices (default: as many as ``jax.devices()``). Build meshes that a function
-        closes over (``shard_map``, ``with_sharding_constraint``) from these, or use ``make_mesh``."""
+        with at least ``n`` devices (default: as many as ``jax.devices()``; ``hloscope.compile.tpu_topology``).
+        Build meshes that a function closes over (``shard_map``, ``with_sharding_constraint``) from these, or
+        use ``make_mesh``.
+
+        Raises:
+            HloscopeConfigError: deviceless, and the topology cannot be made (no libtpu, bad topology setting).
+        """
         import jax
 
         if self.target != "deviceless":
@@ -475,98 +494,43 @@ class HloscopeFixture:
 
     # ---- analysis --------------------------------------------------------------------------------
 
-    def analyze(self, source: Any, *args: Any, chip: str | ChipSpec | None = None, **kwargs: Any) -> Analysis:
-        """Compile (when needed) and analyze a program for this test's chip.
+    def analyze(self, source: Any, *args: Any, chip: str | ChipSpec | None = None, **kwargs: Any) -> Report:
+        """``hloscope.analyze`` for this test: its chip, target and topology settings; timings to the summary.
 
         Args:
             source: a function (jitted or not; called as ``fn(*args, **kwargs)`` to lower it), a ``jax.stages.
                 Lowered`` or ``Compiled``, HLO text, a path to an HLO text file or XLA dump directory, or a
                 profile directory (see ``hloscope.analyze``).
             *args, **kwargs: example arguments of a function: arrays or ``jax.ShapeDtypeStruct`` (with
-                shardings for a sharded program); anything ``jit(fn).lower`` accepts. The keyword ``chip`` is
-                this method's own (use ``functools.partial`` for a function with a ``chip`` parameter).
+                shardings for a sharded program); anything ``jit(fn).lower`` accepts. The keywords ``chip``,
+                ``target``, ``topology``, ``run``, ``hlo`` and ``module`` are hloscope's own (bind a function's
+                parameters of those names with ``functools.partial``).
             chip: chip id or ``ChipSpec``, overriding the test's setting.
 
         Returns:
-            An ``Analysis``: the ``Report`` (``.ops``, ``.modules``) with assertion methods.
+            The ``Report`` (``.ops``, ``.modules``, totals, ``assert_*``, ``compiled_for``, ``compile_s``,
+            ``analysis_s``).
 
         Raises:
             HloscopeConfigError: no chip, or a deviceless compile that cannot be done (names the fix).
+            TypeError: example arguments with text, a path, a ``Lowered`` or ``Compiled``; an unknown source.
         """
         __tracebackhide__ = True
+        from hloscope.analysis import analyze
+
         spec = self._chip(chip)
         import_s = _import_analysis()
-        compiled = None
-        compile_s = 0.0
-        compiled_for: dict[str, Any] = {}
-        if isinstance(source, (str, os.PathLike)):
-            if args or kwargs:
-                raise TypeError("hloscope.analyze(text_or_path) takes no example arguments")
-            t0 = time.perf_counter()
-            analysis = _analyze_static_or_trace(source, spec)
-        else:
-            if _is_lowered(source):
-                if args or kwargs:
-                    raise TypeError("hloscope.analyze(lowered) takes no example arguments")
-                t0 = time.perf_counter()
-                compiled = source.compile()
-                compile_s = time.perf_counter() - t0
-            elif _is_compiled(source):
-                if args or kwargs:
-                    raise TypeError("hloscope.analyze(compiled) takes no example arguments")
-                compiled = source
-            elif callable(source):
-                compiled, compile_s = self._compile(source, args, kwargs, spec)
-            else:
-                raise TypeError(f"hloscope.analyze cannot analyze a {type(source).__name__}: pass a function with "
-                                "example arguments, a Lowered, a Compiled, HLO text or a path")
-            t0 = time.perf_counter()
-            compiled_for = _compiled_for(compiled)
-            analysis = _analyze_text(compiled.as_text(), spec)
-        analysis.compiled_for = compiled_for
-        analysis.compile_s = compile_s
-        analysis.analysis_s = time.perf_counter() - t0
-        self._item.user_properties.append(
-            (_TIMING, json.dumps({"compile_s": compile_s, "analysis_s": analysis.analysis_s, "import_s": import_s})))
-        return analysis
-
-    def _compile(self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
-                 spec: ChipSpec) -> tuple[Any, float]:
-        __tracebackhide__ = True
-        import jax
-
-        deviceless = self.target == "deviceless"
-        if deviceless:
-            if spec.kind != "tpu":
-                raise HloscopeConfigError(f"target 'deviceless' compiles for a TPU, but the chip is {spec.id} "
-                                          f"({spec.kind}): use a TPU chip or --hloscope-target backend")
-            n = _devices_needed((args, kwargs))
-            if n:  # some argument is not on TPU devices yet (those from make_mesh are)
-                args, kwargs = _retarget((args, kwargs), list(self._topology(n, spec).devices))
-        jitted = fn if hasattr(fn, "lower") else jax.jit(fn)
-        t0 = time.perf_counter()
-        try:
-            compiled = jitted.lower(*args, **kwargs).compile()
-        except Exception as err:
-            if not deviceless:
-                raise
-            raise HloscopeConfigError(
-                f"deviceless TPU compile for {spec.id} failed: {type(err).__name__}: {err}\n(hloscope moved the "
-                "arguments' shardings onto the TPU topology; if the function names meshes or devices itself -- "
-                "in_shardings=, with_sharding_constraint, shard_map -- build them with hloscope.make_mesh(...))"
-            ) from err
-        return compiled, time.perf_counter() - t0
+        report = analyze(source, *args, chip=spec, target=self.target, topology=self.setting("topology"), **kwargs)
+        self._item.user_properties.append((_TIMING, json.dumps(
+            {"compile_s": report.compile_s, "analysis_s": report.analysis_s, "import_s": import_s})))
+        return report
 
     def _topology(self, n: int, spec: ChipSpec | None = None) -> Any:
-        """A deviceless topology of the chip's generation with at least ``n`` devices: one already made in this
-        process when one fits (so that meshes from ``make_mesh`` and moved arguments share devices)."""
-        spec = spec or self.chip
-        name = self.setting("topology")
-        for (chip_id, topo_name), topo in _TOPOLOGIES.items():
-            if chip_id == spec.id and topo_name == name and len(topo.devices) >= n:
-                return topo
-        _TOPOLOGIES[(spec.id, name)] = topo = _deviceless_topology(spec, name, n)
-        return topo
+        """The deviceless topology of the chip's generation with at least ``n`` devices that ``analyze`` moves
+        arguments onto (``hloscope.compile.tpu_topology``: one per process, shared with meshes)."""
+        from hloscope.compile import tpu_topology
+
+        return tpu_topology(spec or self.chip, self.setting("topology"), n)
 
     # ---- baselines -------------------------------------------------------------------------------
 
@@ -574,36 +538,47 @@ class HloscopeFixture:
         """The baseline file of this test (``name`` for a second baseline in the same test)."""
         return _bl.baseline_path(self._state.settings.baseline_dir(), self._item.nodeid, name)
 
-    def check_baseline(self, report: Analysis | Report, *, name: str | None = None,
-                       tolerance: float | str | None = None) -> _bl.Comparison | None:
+    def check_baseline(self, report: Report, *, name: str | None = None,
+                       tolerance: Any = None) -> Diff | None:
         """Compare ``report`` with this test's stored baseline; fail on a regression.
 
-        Fails when a total (roofline time, FLOPs, HBM bytes, wire bytes) or a significant op's roofline time grew
-        more than the tolerance, an op's bound class got worse (compute -> memory -> communication), or a
-        collective appeared (see ``hloscope.baseline``). Improvements pass and are listed in the summary.
-        With ``--hloscope-update`` the baseline is written (atomically) instead, and the check passes.
+        The comparison is ``hloscope diff``'s (``hloscope.compare``): the baseline is report A, ``report`` is B, and
+        the rules are the test's tolerance -- ``tolerance=`` here, else marker, option, ini (default 5%). A fraction
+        means the default rules at that tolerance (``hloscope.compare.rules.default_rules``): each module's
+        roofline time, FLOPs, HBM bytes and wire bytes, each collective kind's wire bytes and each significant
+        op's roofline time may grow by it; no new collective (kind or op count); no op whose bound class got worse
+        (compute -> memory -> communication). Rules in the ``--fail-on`` grammar (``"roofline_s:+5%,flops:+0"``,
+        docs/diff.md) are applied as written. Improvements pass and are listed in the summary. With
+        ``--hloscope-update`` the baseline is written (atomically) instead, and the check passes.
 
         Args:
-            report: what ``analyze`` returned (a plain ``hloscope.Report`` works too; its ops are then matched
-                without shapes).
+            report: what ``analyze`` returned (any ``hloscope.Report``).
             name: for a test with several baselines: a suffix of the file name.
-            tolerance: relative tolerance (``0.1`` or ``"10%"``), overriding marker, option and ini.
+            tolerance: ``0.1``, ``"10%"``, or rules (``"roofline_s:+5%,op.bound:+0"`` or a list), overriding
+                marker, option and ini.
 
         Returns:
-            The ``Comparison`` (None when updating or the baseline was missing).
+            The ``hloscope.compare.Diff`` of baseline and report (its ``verdict``: regressions, improvements,
+            notes); None when updating.
 
         Raises:
-            AssertionError: a regression (with a table of what regressed), no baseline, or a baseline recorded
-                for another chip or platform.
-            hloscope.baseline.BaselineError: the baseline file is corrupted (it is never overwritten).
+            AssertionError: a regression (with a table of what regressed), no baseline, a baseline recorded for
+                another chip or platform, or an old baseline that cannot be read exactly.
+            hloscope.errors.BaselineError: the baseline file is corrupted (it is never overwritten).
         """
         __tracebackhide__ = True
-        analysis = report if isinstance(report, Analysis) else Analysis(report)
+        import sys
+
+        from hloscope import __version__
+        from hloscope.compare import compare
+        from hloscope.errors import ComparisonError
+
         settings = self._state.settings
         if tolerance is not None:
-            tol = _parse_fraction(tolerance, "check_baseline(tolerance=...)")
+            spec = _parse_tolerance(tolerance, "check_baseline(tolerance=...)")
         else:
-            tol = settings.resolve("tolerance", self._item)[0]
+            spec = settings.resolve("tolerance", self._item)[0]
+        rules = _rules.resolve(spec)
         significant = settings.resolve("significant", self._item)[0]
         path = self.baseline_path(name)
         if path in self._checked:
@@ -611,42 +586,65 @@ class HloscopeFixture:
                              "in one test")
         self._checked.add(path)
         shown = _rel(path, settings.rootpath)
-        full = analysis.summary(0.0, test=self._item.nodeid)  # every op: a stored op is found even if it shrank
-        current = _bl.trim(full, significant)  # what the file holds
+        versions = {"hloscope": __version__}
+        jax = sys.modules.get("jax")  # only when imported: HLO text and traces need no JAX
+        if jax is not None:
+            versions["jax"] = jax.__version__
+        current = _bl.record(report, significant=significant, compiled_for=getattr(report, "compiled_for", None),
+                             test=self._item.nodeid, recorded_with=versions)  # what the file holds
         result = _Result(self._item.nodeid, "ok", current.chip, current.roofline_s, path=shown, name=name or "")
+        rerun = f"pytest --hloscope-update {_quote(self._item.nodeid)}"
+        outdated = None
         try:
             stored = _bl.read_baseline(path)
+        except _bl.OutdatedBaselineError as err:  # an old schema: --hloscope-update replaces it
+            stored, outdated = None, err
         except _bl.BaselineError:
             result.status = "corrupted"
             self._record(result)
             raise
-        rerun = f"pytest --hloscope-update {_quote(self._item.nodeid)}"
+
+        def against(baseline: _bl.Baseline) -> Diff:
+            return compare(baseline.to_report(report.chip), report, a_label=shown, b_label="this run",
+                           significant=baseline.significant, rules=rules)
+
         if settings.update:
             if stored is not None and stored.chip == current.chip:
-                result.change = _bl.compare(stored, full, tol).roofline_change
+                try:
+                    result.change = against(stored).roofline_change
+                except ComparisonError:
+                    pass
             written = _bl.write_baseline(path, current)
-            result.status = ("updated" if stored is not None else "created") if written else "unchanged"
+            result.status = ("updated" if stored is not None or outdated else "created") if written else "unchanged"
             self._record(result)
             return None
+        if outdated is not None:
+            result.status = "incompatible"
+            self._record(result)
+            raise AssertionError(f"hloscope baseline {shown} was {outdated.why}; re-record it with:  {rerun}")
         if stored is None:
             result.status = "missing"
             self._record(result)
             raise AssertionError(f"no hloscope baseline for this test at {shown}\nRecord it with:  {rerun}\nthen "
                                  f"review and commit {shown}.")
-        problem = _incompatible(stored, full)
-        if problem:
+        problem = _incompatible(stored, current)
+        try:
+            d = None if problem else against(stored)
+        except ComparisonError as err:
+            problem = f"cannot be compared with this run ({err})"
+        if problem or d is None:
             result.status = "incompatible"
             self._record(result)
             raise AssertionError(f"hloscope baseline {shown} {problem}; re-record it with:  {rerun}")
-        cmp = _bl.compare(stored, full, tol)
-        result.change = cmp.roofline_change
-        result.regressions = len(cmp.regressions)
-        result.improvements = len(cmp.improvements)
-        result.status = "regressed" if cmp.failed else ("improved" if cmp.improvements else "ok")
+        verdict = d.verdict
+        result.change = d.roofline_change
+        result.regressions = len(verdict.regressions)
+        result.improvements = len(verdict.improvements)
+        result.status = "regressed" if verdict.regressed else ("improved" if verdict.improvements else "ok")
         self._record(result)
-        if cmp.failed:
-            raise AssertionError(cmp.format(shown) + f"\nIf this is intended, accept the new numbers:  {rerun}")
-        return cmp
+        if verdict.regressed:
+            raise AssertionError(verdict.format(shown) + f"\nIf this is intended, accept the new numbers:  {rerun}")
+        return d
 
     def _record(self, result: _Result) -> None:
         data = {k: getattr(result, k) for k in _Result.__dataclass_fields__}
@@ -661,7 +659,8 @@ def _quote(nodeid: str) -> str:
     return f"'{nodeid}'" if re.search(r"[^A-Za-z0-9_./:\-]", nodeid) else nodeid
 
 
-def _incompatible(stored: _bl.Summary, current: _bl.Summary) -> str:
+def _incompatible(stored: _bl.Baseline, current: _bl.Baseline) -> str:
+    """Why ``stored`` cannot be compared with ``current`` (another chip, platform or device kind); "" when it can."""
     if stored.chip != current.chip:
         return f"was recorded for chip {stored.chip}, this run scores against {current.chip}"
     a, b = stored.compiled_for, current.compiled_for
@@ -672,7 +671,7 @@ def _incompatible(stored: _bl.Summary, current: _bl.Summary) -> str:
 
 
 # --------------------------------------------------------------------------------------------------
-# Compiling and analyzing
+# Analysis imports
 # --------------------------------------------------------------------------------------------------
 
 
@@ -687,6 +686,7 @@ def _import_analysis() -> float:
     t0 = time.perf_counter()
     import pandas  # noqa: F401
 
+    import hloscope.analysis  # noqa: F401
     import hloscope.cost  # noqa: F401
     import hloscope.parsers  # noqa: F401
     import hloscope.roofline.tables  # noqa: F401
@@ -695,486 +695,6 @@ def _import_analysis() -> float:
     return time.perf_counter() - t0
 
 
-def _is_lowered(x: Any) -> bool:
-    return hasattr(x, "compile") and hasattr(x, "as_text") and hasattr(x, "compiler_ir")
-
-
-def _is_compiled(x: Any) -> bool:
-    return hasattr(x, "as_text") and hasattr(x, "runtime_executable")
-
-
-def _compiled_for(compiled: Any) -> dict[str, Any]:
-    """``{"platform", "device_kind", "devices"}`` of a JAX ``Compiled``; {} when it cannot be told."""
-    try:
-        import jax
-
-        shardings = [s for s in jax.tree.leaves((compiled.input_shardings, compiled.output_shardings))
-                     if hasattr(s, "device_set")]
-        if not shardings:
-            return {}
-        devices = max((s.device_set for s in shardings), key=len)
-        dev = next(iter(devices))
-        return {"platform": str(dev.platform), "device_kind": str(dev.device_kind), "devices": len(devices)}
-    except Exception:  # noqa: BLE001 - informational only
-        return {}
-
-
-def _analyze_text(text: str, spec: ChipSpec) -> Analysis:
-    from hloscope.parsers import parse_hlo_text
-
-    return _analyze_module(parse_hlo_text(text), spec)
-
-
-def _analyze_module(module: Any, spec: ChipSpec) -> Analysis:
-    from hloscope.cost import module_cost
-    from hloscope.result import Report
-    from hloscope.roofline.tables import modules_frame, ops_frame
-
-    costs = [module_cost(module)]
-    ops = ops_frame(costs, spec)
-    report = Report(ops, modules_frame(costs, ops, spec), spec, {"static": True})
-    return Analysis(report, _Shapes({module.name: module}))
-
-
-def _analyze_static_or_trace(source: str | os.PathLike[str], spec: ChipSpec) -> Analysis:
-    from hloscope.analysis import _is_path, analyze
-    from hloscope.parsers import parse_hlo
-
-    if isinstance(source, str) and not _is_path(source):
-        return _analyze_text(source, spec)
-    path = Path(source)
-    if (path.is_file() and not path.name.endswith((".xplane.pb", ".xplane.pb.gz"))) or (
-            path.is_dir() and any(path.glob("*after_optimizations.txt"))):
-        return _analyze_module(parse_hlo(path), spec)
-    return Analysis(analyze(path, spec))
-
-
-class _Shapes:
-    """(module, computation, instruction) -> result Shape, through ``HloComputation.shape_of`` (nothing built)."""
-
-    def __init__(self, modules: dict[str, Any]) -> None:
-        self._modules = modules
-        self._comps: dict[tuple[str, str], Any] = {}
-
-    def get(self, key: tuple[str, str, str], default: Any = None) -> Any:
-        module, comp, inst = key
-        if (module, comp) not in self._comps:
-            m = self._modules.get(module)
-            try:
-                self._comps[(module, comp)] = m.computation(comp) if m is not None else None
-            except KeyError:
-                self._comps[(module, comp)] = None
-        found = self._comps[(module, comp)]
-        if found is None:
-            return default
-        try:
-            return found.shape_of(inst)
-        except KeyError:
-            return default
-
-
-# ---- deviceless TPU ------------------------------------------------------------------------------
-
-# libtpu topology names by chip id: (prefix, torus dimensions).
-_TPU_GENERATIONS = {"tpu-v4": ("v4", 3), "tpu-v5e": ("v5e", 2), "tpu-v5p": ("v5p", 3), "tpu-v6e": ("v6e", 2),
-                    "tpu7x": ("tpu7x", 3)}
-_SHAPES_2D = ("1x1", "2x1", "2x2", "2x4", "4x4", "4x8", "8x8", "8x16", "16x16")
-_SHAPES_3D = ("1x1x1", "2x1x1", "2x2x1", "2x2x2", "2x2x4", "2x4x4", "4x4x4", "4x4x8", "4x8x8", "8x8x8")
-
-
-def _deviceless_topology(spec: ChipSpec, name: str | None, n: int) -> Any:
-    import importlib.util
-
-    if importlib.util.find_spec("libtpu") is None:
-        raise HloscopeConfigError("target 'deviceless' needs libtpu (pip install libtpu; no TPU needed), or use "
-                                  "--hloscope-target backend")
-    # libtpu takes /tmp/libtpu_lockfile when it loads, so a second process compiling deviceless at the same time
-    # (an xdist worker, a parallel CI job) would fail; no TPU is driven here, so sharing is safe.
-    os.environ.setdefault("ALLOW_MULTIPLE_LIBTPU_LOAD", "1")
-    from jax.experimental import topologies
-
-    if name:
-        try:
-            topo = topologies.get_topology_desc(name, "tpu")
-        except Exception as err:
-            raise HloscopeConfigError(f"invalid TPU topology {name!r}: {err}") from None
-        if len(topo.devices) < n:
-            raise HloscopeConfigError(f"TPU topology {name} has {len(topo.devices)} devices; the arguments are "
-                                      f"sharded over {n}")
-        return topo
-    gen = _TPU_GENERATIONS.get(spec.id)
-    if gen is None:
-        raise HloscopeConfigError(f"no TPU topology known for chip {spec.id}: set --hloscope-topology "
-                                  "(ini hloscope_topology), e.g. v5e:2x4")
-    prefix, axes = gen
-    for shape in _SHAPES_2D if axes == 2 else _SHAPES_3D:
-        if math.prod(int(d) for d in shape.split("x")) * 2 < n:
-            continue
-        topo = topologies.get_topology_desc(f"{prefix}:{shape}", "tpu")
-        if len(topo.devices) >= n:
-            return topo
-    raise HloscopeConfigError(f"no {prefix} topology with {n} devices known: set --hloscope-topology")
-
-
-def _leaves(tree: Any) -> list[Any]:
-    import jax
-
-    return jax.tree.leaves(tree)
-
-
-def _devices_needed(tree: Any) -> int:
-    """How many TPU devices the arguments need: 1 + the highest device id of a sharding not yet on TPU devices
-    (1 for unsharded arrays); 0 when every array is already on TPU devices."""
-    n = 0
-    for leaf in _leaves(tree):
-        if not (hasattr(leaf, "shape") and hasattr(leaf, "dtype")):
-            continue
-        devices = getattr(getattr(leaf, "sharding", None), "device_set", None) or ()
-        if not devices:
-            n = max(n, 1)
-        for d in devices:
-            if getattr(d, "platform", "") != "tpu":
-                n = max(n, int(d.id) + 1)
-    return n
-
-
-def _retarget(tree: Any, devices: list[Any]) -> Any:
-    """Move every array argument's sharding onto the deviceless TPU ``devices`` (device ``id`` k -> the k-th),
-    keeping meshes' shapes and axis names; unsharded arrays are replicated over the first mesh found (or put
-    on the first device). Returns ``ShapeDtypeStruct`` leaves."""
-    import jax
-    import numpy as np
-    from jax.sharding import Mesh, NamedSharding, PartitionSpec, SingleDeviceSharding
-
-    meshes: dict[int, Mesh] = {}
-
-    def move_mesh(mesh: Mesh) -> Mesh:
-        got = meshes.get(id(mesh))
-        if got is None:
-            flat = [devices[d.id] for d in mesh.devices.flat]
-            kwargs = {"axis_types": mesh.axis_types} if hasattr(mesh, "axis_types") else {}
-            got = meshes[id(mesh)] = Mesh(np.array(flat, dtype=object).reshape(mesh.devices.shape),
-                                          mesh.axis_names, **kwargs)
-        return got
-
-    def on_target(sharding: Any) -> bool:
-        return all(getattr(d, "platform", "") == "tpu" for d in getattr(sharding, "device_set", ()) or ())
-
-    default = None
-    for leaf in _leaves(tree):
-        s = getattr(leaf, "sharding", None)
-        if isinstance(s, NamedSharding) and isinstance(s.mesh, Mesh):
-            default = s.mesh if on_target(s) else move_mesh(s.mesh)
-            break
-
-    def move(leaf: Any) -> Any:
-        if not (hasattr(leaf, "shape") and hasattr(leaf, "dtype")):
-            return leaf
-        s = getattr(leaf, "sharding", None)
-        if s is not None and on_target(s):
-            new = s
-        elif isinstance(s, NamedSharding) and isinstance(s.mesh, Mesh):
-            new = NamedSharding(move_mesh(s.mesh), s.spec, memory_kind=s.memory_kind)
-        elif isinstance(s, SingleDeviceSharding) or s is None:
-            new = NamedSharding(default, PartitionSpec()) if default is not None else SingleDeviceSharding(devices[0])
-        else:
-            raise HloscopeConfigError(f"cannot move a {type(s).__name__} onto the deviceless TPU: use NamedSharding "
-                                      "(or build it on hloscope.make_mesh(...))")
-        return jax.ShapeDtypeStruct(leaf.shape, leaf.dtype, sharding=new, weak_type=getattr(leaf, "weak_type", False))
-
-    return jax.tree.map(move, tree)
-
-
-# --------------------------------------------------------------------------------------------------
-# The analysis result, with assertions
-# --------------------------------------------------------------------------------------------------
-
-
-class Analysis:
-    """A ``hloscope.Report`` (``.ops``, ``.modules``, ``.chip``, ``.to_json()``... are forwarded) plus assertion
-    methods with readable failure messages, and what the baseline check needs (op shapes, compile target).
-
-    Attributes:
-        report: the ``Report``.
-        compiled_for: platform, device kind and device count of the compile (empty for HLO text and traces).
-        compile_s: seconds JAX spent lowering and compiling (0 when given a ``Compiled`` or text).
-        analysis_s: seconds hloscope spent (HLO text out, parse, cost, score, tables).
-
-    >>> report = hloscope.analyze(jax.jit(f), x)                    # doctest: +SKIP
-    >>> report.assert_bound("dot", "compute")                       # doctest: +SKIP
-    """
-
-    def __init__(self, report: Report, shapes: Any = None) -> None:
-        self.report = report
-        self.shapes = shapes
-        self.compiled_for: dict[str, Any] = {}
-        self.compile_s = 0.0
-        self.analysis_s = 0.0
-
-    def __getattr__(self, name: str) -> Any:
-        if name == "report":  # not yet set (unpickling)
-            raise AttributeError(name)
-        return getattr(self.report, name)
-
-    def __repr__(self) -> str:
-        return (f"<hloscope Analysis: {len(self.ops)} ops, roofline {_bl.format_quantity(self.roofline_s, 's')} on "
-                f"{self.chip.id}>")
-
-    @property
-    def ops(self) -> pd.DataFrame:
-        return self.report.ops
-
-    @property
-    def modules(self) -> pd.DataFrame:
-        return self.report.modules
-
-    @property
-    def chip(self) -> ChipSpec:
-        return self.report.chip
-
-    # ---- totals ------------------------------------------------------------------------------------
-
-    @property
-    def roofline_s(self) -> float:
-        """Total roofline time of the program (seconds per run): the sum of every op's roofline time."""
-        return float(self.modules["roofline_s"].sum())
-
-    @property
-    def flops(self) -> float:
-        return float(self.modules["flops"].sum())
-
-    @property
-    def hbm_bytes(self) -> float:
-        return float(self.modules["bytes_accessed"].sum())
-
-    @property
-    def wire_bytes(self) -> float:
-        return float(self.modules["comm_bytes"].sum())
-
-    def wire_bytes_by_kind(self) -> dict[str, float]:
-        """Wire bytes per collective kind (``all-reduce`` ...)."""
-        ops = self._collectives(None)
-        return {str(k): float(v) for k, v in ops.groupby("comm_kind")["comm_bytes"].sum().items()}
-
-    @property
-    def mfu(self) -> float:
-        """Model FLOPs utilization: measured (from a trace) when there are measured times, else the roofline MFU
-        -- FLOPs / (roofline time x peak), the best this program can reach on the chip."""
-        m = self.modules
-        if m["mfu"].notna().any():
-            t = m["measured_s"].fillna(0)
-            num, den = m["flops"].sum(), 0.0
-            for dtype, secs in zip(m["dtype"], t):
-                den += secs * self.chip.peak_flops_for(str(dtype))[0]
-            return float(num / den) if den else math.nan
-        den = sum(float(s) * self.chip.peak_flops_for(str(d))[0] for d, s in zip(m["dtype"], m["roofline_s"]))
-        return float(m["flops"].sum() / den) if den else math.nan
-
-    def summary(self, significant: float = _bl.DEFAULT_SIGNIFICANT, test: str = "") -> _bl.Summary:
-        """What a baseline stores for this program (``hloscope.baseline.summarize``)."""
-        import sys
-
-        from hloscope import __version__
-
-        versions = {"hloscope": __version__}
-        jax = sys.modules.get("jax")  # only when imported: HLO text and traces need no JAX
-        if jax is not None:
-            versions["jax"] = jax.__version__
-        return _bl.summarize(self.report, self.shapes, significant=significant, compiled_for=self.compiled_for,
-                             test=test, recorded_with=versions)
-
-    # ---- selecting ops -------------------------------------------------------------------------------
-
-    def select(self, pattern: str | re.Pattern[str]) -> pd.DataFrame:
-        """Ops matching ``pattern``: a glob (``fnmatch``, case-sensitive) or compiled regex, tried on the opcode,
-        the category (``matmul``, ``collective``, ``fusion:kLoop``...), the instruction name and the op_name
-        -- whole, or any ``/``-separated part of it. A fusion holding a dot also matches ``dot`` (and one
-        holding a convolution ``convolution``)."""
-        ops = self.ops
-        if isinstance(pattern, re.Pattern):
-            def hit(fields: list[str]) -> bool:
-                return any(pattern.search(f) for f in fields)
-        elif isinstance(pattern, str):
-            rx = re.compile(fnmatch.translate(pattern))
-
-            def hit(fields: list[str]) -> bool:
-                return any(rx.match(f) for f in fields)
-        else:
-            raise TypeError(f"pattern must be a str (glob) or re.Pattern, not {type(pattern).__name__}")
-        mask = []
-        for opcode, category, inst, op_name in zip(ops["opcode"], ops["category"], ops["instruction"], ops["op_name"]):
-            opcode = opcode if isinstance(opcode, str) else ""
-            op_name = op_name if isinstance(op_name, str) else ""
-            fields = [opcode, str(category), str(inst), op_name, *op_name.split("/")]
-            if category == "matmul" and opcode not in ("dot", "convolution"):
-                fields.append("convolution" if "conv" in op_name else "dot")
-            mask.append(hit(fields))
-        return ops[mask]
-
-    def _no_match(self, pattern: Any) -> str:
-        ops = self.ops
-        opcodes = ", ".join(sorted({str(o) for o in ops["opcode"] if isinstance(o, str) and o}))
-        cats = ", ".join(sorted({str(c) for c in ops["category"] if isinstance(c, str) and c}))
-        return (f"no op matches {_pattern_text(pattern)} (opcodes: {opcodes}; categories: {cats}; patterns are globs "
-                "on opcode, category, instruction or op_name)")
-
-    # ---- assertions ------------------------------------------------------------------------------------
-
-    def assert_bound(self, pattern: str | re.Pattern[str], bound: Any) -> None:
-        """Every op matching ``pattern`` (see ``select``) that does work is ``bound``-bound.
-
-        Args:
-            pattern: glob or regex on opcode, category, instruction or op_name (``"dot"``, ``"matmul"``,
-                ``"*attention*"``).
-            bound: ``"compute"``, ``"memory"`` or ``"communication"`` (``"comm"``), or a ``Bound``.
-
-        Raises:
-            AssertionError: no op matches, or some are bound otherwise (table of them with their times and
-                arithmetic intensity against the chip's critical intensity).
-        """
-        __tracebackhide__ = True
-        want = _bound_name(bound)
-        rows = self.select(pattern)
-        rows = rows[rows["roofline_s"] > 0]
-        if rows.empty:
-            raise AssertionError(self._no_match(pattern))
-        bad = rows[rows["bound"] != want]
-        if bad.empty:
-            return
-        raise AssertionError(
-            f"{len(bad)} of {len(rows)} ops matching {_pattern_text(pattern)} are not {want}-bound on {self.chip.id}:\n"
-            + _ops_table(bad, ("bound", "compute_s", "memory_s", "comm_s", "intensity", "critical_intensity"))
-            + "\n(an op is compute-bound when its FLOPs per HBM byte exceed the chip's critical intensity)")
-
-    def assert_max_roofline_time(self, seconds: float) -> None:
-        """The program's total roofline time is at most ``seconds``.
-
-        Raises:
-            AssertionError: with the time by bound class and the five slowest ops.
-        """
-        __tracebackhide__ = True
-        total = self.roofline_s
-        if total <= seconds:
-            return
-        m = self.modules
-        fq = _bl.format_quantity
-        raise AssertionError(
-            f"roofline time {fq(total, 's')} exceeds {fq(seconds, 's')} on {self.chip.id} (compute-bound ops "
-            f"{fq(float(m['compute_bound_s'].sum()), 's')}, memory-bound {fq(float(m['memory_bound_s'].sum()), 's')}, "
-            f"communication-bound {fq(float(m['communication_bound_s'].sum()), 's')}); slowest ops:\n"
-            + _ops_table(self.ops.nlargest(5, "roofline_s"), ("bound", "roofline_s")))
-
-    def assert_no_collective(self, kind: str | None = None) -> None:
-        """The program has no collective of ``kind`` (``all-gather``, ``all-reduce``, ``reduce-scatter``,
-        ``all-to-all``, ``collective-permute``, ...), or none at all when ``kind`` is None.
-
-        Raises:
-            ValueError: an unknown kind (with the closest known one).
-            AssertionError: listing each such collective with its op_name and wire bytes.
-        """
-        __tracebackhide__ = True
-        rows = self._collectives(kind)
-        if rows.empty:
-            return
-        what = kind or "collective"
-        raise AssertionError(f"{len(rows)} {what} op{'s' if len(rows) != 1 else ''} found on {self.chip.id} "
-                             f"({_bl.format_quantity(float(rows['comm_bytes'].sum()), 'B')} on the wire):\n"
-                             + _ops_table(rows, ("comm_kind", "group_size", "comm_bytes", "roofline_s")))
-
-    def _collectives(self, kind: str | None) -> pd.DataFrame:
-        if kind is not None and kind not in COLLECTIVE_KINDS:
-            import difflib
-
-            close = difflib.get_close_matches(kind, COLLECTIVE_KINDS, n=1)
-            raise ValueError(f"unknown collective kind {kind!r}" + (f"; did you mean {close[0]!r}?" if close else "")
-                             + f" (known: {', '.join(COLLECTIVE_KINDS)})")
-        ops = self.ops
-        kinds = ops["comm_kind"].fillna("")
-        mask = (kinds != "") & ~ops["opcode"].fillna("").str.endswith("-done")
-        if kind is not None:
-            mask &= kinds == kind
-        return ops[mask]
-
-    def assert_mfu_at_least(self, fraction: float | str) -> None:
-        """MFU (``mfu``: measured with a trace, else the roofline MFU) is at least ``fraction`` (0.4 or "40%").
-
-        Raises:
-            AssertionError: with the non-compute-bound ops that cost the most time.
-        """
-        __tracebackhide__ = True
-        want = _bl.parse_fraction(fraction, "assert_mfu_at_least")
-        got = self.mfu
-        if got >= want:
-            return
-        kind = "measured MFU" if self.modules["mfu"].notna().any() else "roofline MFU (static: the best reachable)"
-        slow = self.ops[self.ops["bound"] != "compute"].nlargest(5, "roofline_s")
-        raise AssertionError(f"{kind} {got:.1%} < {want:.1%} on {self.chip.id}; the costliest ops not bound by "
-                             f"compute:\n" + _ops_table(slow, ("bound", "roofline_s", "intensity")))
-
-    def assert_max_flops(self, flops: float) -> None:
-        """Total FLOPs per run at most ``flops``."""
-        __tracebackhide__ = True
-        self._assert_max("FLOPs", self.flops, flops, "FLOP", "flops")
-
-    def assert_max_hbm_bytes(self, nbytes: float) -> None:
-        """Total HBM bytes per run at most ``nbytes``."""
-        __tracebackhide__ = True
-        self._assert_max("HBM bytes", self.hbm_bytes, nbytes, "B", "bytes_accessed")
-
-    def assert_max_wire_bytes(self, nbytes: float, kind: str | None = None) -> None:
-        """Bytes each device sends on the wire per run (of collective ``kind``, or all) at most ``nbytes``."""
-        __tracebackhide__ = True
-        rows = self._collectives(kind)
-        self._assert_max(f"{kind or 'collective'} wire bytes", float(rows["comm_bytes"].sum()), nbytes, "B",
-                         "comm_bytes", rows)
-
-    def _assert_max(self, what: str, got: float, limit: float, unit: str, col: str,
-                    rows: pd.DataFrame | None = None) -> None:
-        __tracebackhide__ = True
-        if got <= limit:
-            return
-        rows = self.ops if rows is None else rows
-        fq = _bl.format_quantity
-        raise AssertionError(f"{what} {fq(got, unit)} exceed {fq(limit, unit)} ({got:.6g} > {limit:.6g}); "
-                             "largest ops:\n" + _ops_table(rows.nlargest(5, col), (col,)))
-
-
-def _bound_name(bound: Any) -> str:
-    name = getattr(bound, "value", bound)
-    name = {"comm": "communication", "collective": "communication"}.get(name, name)
-    if name not in BOUNDS:
-        raise ValueError(f"unknown bound {bound!r}: expected one of {', '.join(BOUNDS)}")
-    return name
-
-
-def _pattern_text(pattern: Any) -> str:
-    return f"/{pattern.pattern}/" if isinstance(pattern, re.Pattern) else repr(pattern)
-
-
-_UNITS = {"compute_s": "s", "memory_s": "s", "comm_s": "s", "roofline_s": "s", "comm_bytes": "B",
-          "bytes_accessed": "B", "flops": "FLOP"}
-
-
-def _ops_table(rows: pd.DataFrame, cols: Iterable[str], limit: int = 10) -> str:
-    cols = list(cols)
-    head = ["instruction", "opcode", "op_name", *cols]
-    table = [head]
-    for _, r in rows.head(limit).iterrows():
-        op_name = r["op_name"] if isinstance(r["op_name"], str) else ""
-        if len(op_name) > 50:
-            op_name = "..." + op_name[-47:]
-        cells = [str(r["instruction"]), str(r["opcode"]), op_name]
-        for c in cols:
-            v = r[c]
-            if c in _UNITS:
-                cells.append(_bl.format_quantity(float(v), _UNITS[c]))
-            elif isinstance(v, float):
-                cells.append(f"{v:.3g}")
-            else:
-                cells.append(str(v))
-        table.append(cells)
-    widths = [max(len(row[i]) for row in table) for i in range(len(head))]
-    lines = ["  " + "  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in table]
-    if len(rows) > limit:
-        lines.append(f"  ... and {len(rows) - limit} more")
-    return "\n".join(lines)
+#: The old name of what ``analyze`` returns (``from hloscope.pytest_plugin import Analysis`` keeps working): the
+#: ``Report`` itself, whose totals and ``assert_*`` methods live in ``hloscope.result.assertions``.
+Analysis = Report

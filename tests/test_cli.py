@@ -53,7 +53,7 @@ def test_chips_json_fields(capsys):
     chips = {c["id"]: c for c in json.loads(capsys.readouterr().out)}
     v5e = chips["tpu-v5e"]
     assert v5e["peak_flops_per_s"]["bf16"] == 1.97e14 and v5e["hbm_bytes_per_s"] == 8.1e11
-    for key in ("aliases", "hbm_bytes", "sources"):
+    for key in ("aliases", "hbm_capacity_bytes", "sources"):
         assert key in v5e
 
 

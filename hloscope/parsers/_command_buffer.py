@@ -40,41 +40,77 @@ def kernel_name(instruction: str) -> str:
 
 def join_command_buffer_kernels(events: pd.DataFrame, modules: Mapping[str, HloModule]
                                 ) -> tuple[pd.DataFrame, dict[str, int]]:
-    """Re-point GPU kernel events whose ``hlo_op`` is not an instruction of their module (a command buffer's
-    thunk) at the instruction each kernel runs (rules in the module docstring).
+    """Re-point GPU kernel events whose ``instruction`` is not an instruction of their module (a command
+    buffer's thunk) at the instruction each kernel runs (rules in the module docstring).
+
+    Library GEMM kernels are matched to the GEMM custom calls per (host, device, module) run of kernels, in
+    start order: each device runs the program's GEMMs in program order.
 
     Args:
-        events: ``op_events`` rows (columns ``plane``, ``name``, ``hlo_op``, ``hlo_module``, ``start_ps``).
+        events: the ``ops`` table of :class:`hloscope.parsers.events.TraceEvents` (uses ``device``,
+            ``module``, ``instruction``, ``name``, ``start_ps``, and ``host`` when present); names may be
+            ``category`` or plain string columns.
         modules: module name -> parsed module.
 
     Returns:
-        ``(events, counts)``: a copy of ``events`` with ``hlo_op`` rewritten where a kernel was joined, and
-        ``counts`` = ``{"by_name": ..., "by_gemm_order": ...}`` (kernels joined each way). Events of modules
-        without HLO, of instructions the module has, and kernels neither rule places are left as they are.
+        ``(events, counts)``: ``events`` with ``instruction`` rewritten where a kernel was joined (a copy,
+        same columns and dtypes -- a ``category`` column gets the new instruction names as categories and
+        loses those no longer used; ``events`` itself when nothing was joined), and ``counts`` =
+        ``{"by_name": ..., "by_gemm_order": ...}`` (kernels joined each way). Events of modules without
+        HLO, of instructions the module has, and kernels neither rule places are left as they are.
     """
+    import numpy as np
+    import pandas as pd
+
     counts = {"by_name": 0, "by_gemm_order": 0}
-    gpu = events["plane"].str.contains("GPU", regex=False)
-    if not gpu.any():
+    gpu = np.flatnonzero(events["device"].str.contains("GPU", regex=False, na=False).to_numpy(bool))
+    if not gpu.size:
         return events, counts
-    events = events.copy()
-    for module_name, rows in events[gpu].groupby("hlo_module", sort=False):
+    sub = events.iloc[gpu].reset_index(drop=True)  # label k: row gpu[k] of events
+    keys = [k for k in ("host", "device") if k in sub.columns] + ["module"]
+    rewrite: dict[int, str] = {}  # row position in events -> instruction it runs
+    infos: dict[str, tuple] = {}
+    for key, rows in sub.groupby(keys, sort=False, observed=True):
+        module_name = key[-1]
         module = modules.get(module_name)
         if module is None:
             continue
-        names = set(chain.from_iterable(comp.names for comp in module.computations))  # (builds nothing)
-        foreign = rows[~rows["hlo_op"].isin(names)]
+        if module_name not in infos:
+            names = set(chain.from_iterable(comp.names for comp in module.computations))  # (builds nothing)
+            entry = module.entry.instructions
+            by_kernel = {kernel_name(inst.name): inst.name for inst in entry}
+            gemms = [inst.name for inst in entry if inst.opcode == "custom-call"
+                     and inst.attributes.get("custom_call_target", "") in _LIBRARY_GEMM_TARGETS]
+            infos[module_name] = (names, by_kernel, gemms)
+        names, by_kernel, gemms = infos[module_name]
+        foreign = rows[~rows["instruction"].isin(names)]
         if foreign.empty:
             continue
-        entry = module.entry.instructions
-        by_kernel = {kernel_name(inst.name): inst.name for inst in entry}
-        gemms = [inst.name for inst in entry if inst.opcode == "custom-call"
-                 and inst.attributes.get("custom_call_target", "") in _LIBRARY_GEMM_TARGETS]
-        named = foreign["name"].map(by_kernel)
-        hit = named.notna()
-        events.loc[named[hit].index, "hlo_op"] = named[hit]
+        kernel = foreign["name"].astype(object)
+        named = kernel.map(by_kernel)
+        hit = named.notna().to_numpy(bool)
+        for label, inst in zip(foreign.index[hit], named[hit]):
+            rewrite[int(gpu[label])] = inst
         counts["by_name"] += int(hit.sum())
-        library = foreign[~hit & ~foreign["name"].str.startswith(_COPY_PREFIXES)].sort_values("start_ps")
+        library = foreign[~hit & ~kernel.str.startswith(_COPY_PREFIXES).to_numpy(bool)]
+        library = library.sort_values("start_ps", kind="stable")
         if gemms and len(library) and len(library) % len(gemms) == 0:
-            events.loc[library.index, "hlo_op"] = [gemms[i % len(gemms)] for i in range(len(library))]
+            for k, label in enumerate(library.index):
+                rewrite[int(gpu[label])] = gemms[k % len(gemms)]
             counts["by_gemm_order"] += len(library)
+    if not rewrite:
+        return events, counts
+    events = events.copy()
+    pos = np.fromiter(rewrite, np.int64, len(rewrite))
+    new = pd.Series(list(rewrite.values()), dtype=object)
+    col = events["instruction"]
+    if isinstance(col.dtype, pd.CategoricalDtype):
+        added = sorted(set(new) - set(col.cat.categories))
+        values = col.array.add_categories(added) if added else col.array.copy()
+        values[pos] = new.to_numpy(object)
+        events["instruction"] = pd.Series(values, index=events.index).cat.remove_unused_categories()
+    else:
+        values = col.to_numpy(object, copy=True)
+        values[pos] = new.to_numpy(object)
+        events["instruction"] = pd.Series(values, index=events.index, dtype=col.dtype)
     return events, counts

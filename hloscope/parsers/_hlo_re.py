@@ -29,7 +29,7 @@ from hloscope.hlo import (
 
 #: The common one-line instruction: ``[ROOT] %name = <array shape> opcode(<operands without parens>)<rest>``.
 #: Lines this does not match (tuple shapes, operands with tuple shapes, multi-line values) take the
-#: general path in ``_hlo_text``.
+#: general path in ``_hlo_instruction``.
 INSTRUCTION_FAST: Final = re.compile(
     r"""
     [ \t]*(ROOT[ \t]+)?          # 1: root marker
@@ -50,7 +50,7 @@ OPCODE: Final = re.compile(r"\s*([a-z][a-z0-9\-_]*)\s*\(")
 SIGIL_NAME: Final = re.compile(r"%([^\s,(){}]+)")
 
 #: Attribute boundaries: ``, key=``. A value is checked for balanced brackets and quotes before the split
-#: is trusted (``_hlo_text._split_attributes``); a string or nested value holding ``, key=`` goes to the scanner.
+#: is trusted (``_hlo_lexer.split_attributes``); a string or nested value holding ``, key=`` goes to the scanner.
 ATTRIBUTE_SPLIT: Final = re.compile(r",[ \t]*([A-Za-z_][\w.\-]*)=")
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 from hloscope.hlo import HloModule
@@ -14,10 +15,22 @@ from hloscope.parsers._hlo_text import parse_hlo_text
 #: files such as ``*after_optimizations-buffer-assignment.txt`` or ``*_before_buffer_assignment.txt`` end
 #: otherwise and are not modules.
 DUMP_SUFFIX = "after_optimizations.txt"
+#: The start of a one-line ``str`` that ``parse_hlo`` reads as HLO text: the keyword ``HloModule`` or ``ENTRY``
+#: (not the start of a longer name such as ``ENTRY.txt``), or a computation header without ``ENTRY``:
+#: ``%name (params) -> shape``, or ``%name {`` followed by the first instruction's ``[ROOT] name =``.
+_TEXT_START = re.compile(
+    r"""\s*(?:(?:HloModule|ENTRY)(?![\w.\-])"""
+    r"""|%?[^\s(){}=%,/"]+\s*(?:\([^\n]*?\)\s*->|\{\s*(?:ROOT\s+)?%?[^\s(){}=%,/"]+\s*=))"""
+)
 
 
 def parse_hlo(text_or_path: str | os.PathLike[str], *, module: str | None = None) -> HloModule:
     """Parse HLO from a string, a text file, or an XLA dump directory.
+
+    Whether a ``str`` is HLO text or a path is decided by its content alone, never by trying the file system:
+    it is text when it holds a line break, or when it starts (after white space) with the ``HloModule``
+    keyword or with a computation header (``[ENTRY] %name (params) -> shape {`` or ``%name {`` and an
+    instruction); any other ``str`` is a path, and so is every ``os.PathLike`` (``pathlib.Path``).
 
     Args:
         text_or_path: HLO text (as ``compiled.as_text()`` returns it), a path to a text file, or a directory
@@ -30,14 +43,15 @@ def parse_hlo(text_or_path: str | os.PathLike[str], *, module: str | None = None
 
     Raises:
         HloParseError: the text is not HLO (names file, line and column).
-        FileNotFoundError: the path does not exist.
+        FileNotFoundError: the path does not exist, or the system cannot look it up (a name too long); the
+            message names it.
         ValueError: a dump directory holds no post-optimization module, or several and ``module`` does not
             pick exactly one (the message lists them).
     """
-    if isinstance(text_or_path, str) and _looks_like_text(text_or_path):
+    if isinstance(text_or_path, str) and is_hlo_text(text_or_path):
         return parse_hlo_text(text_or_path)
     path = Path(text_or_path)
-    if path.is_dir():
+    if _is_dir(path, text_or_path):
         files = dump_modules(path)
         if module is not None:
             files = [f for f in files if module in f.name]
@@ -50,8 +64,13 @@ def parse_hlo(text_or_path: str | os.PathLike[str], *, module: str | None = None
             )
         path = files[0]
     if not path.exists():
-        raise FileNotFoundError(f"{path}: no such file or directory")
+        raise FileNotFoundError(f"{path}: no such file or directory{_hint(text_or_path)}")
     return parse_hlo_text(read_text(path), source=str(path))
+
+
+def is_hlo_text(s: str) -> bool:
+    """Whether ``parse_hlo`` reads the string ``s`` as HLO text (else as a path): see ``parse_hlo``."""
+    return "\n" in s or _TEXT_START.match(s) is not None
 
 
 def parse_hlo_dump(path: str | os.PathLike[str]) -> list[HloModule]:
@@ -83,5 +102,18 @@ def read_text(path: Path) -> str:
     return text
 
 
-def _looks_like_text(s: str) -> bool:
-    return "\n" in s or s.lstrip().startswith(("HloModule", "ENTRY")) or "{" in s
+def _is_dir(path: Path, given: str | os.PathLike[str]) -> bool:
+    """``path.is_dir()``, with a path the system cannot look up (a name too long, ...) a ``FileNotFoundError``."""
+    try:
+        return path.is_dir()
+    except OSError as e:
+        shown = str(path) if len(str(path)) <= 200 else f"{str(path)[:100]}... ({len(str(path))} characters)"
+        raise FileNotFoundError(f"{shown}: no such file or directory ({e.strerror}){_hint(given)}") from None
+
+
+def _hint(given: str | os.PathLike[str]) -> str:
+    """What a missing path that came as a ``str`` adds to its message: how a ``str`` is read as text."""
+    if not isinstance(given, str):
+        return ""
+    return ("; a str is HLO text only when it holds a line break or starts with 'HloModule' or a computation "
+            "header, and a path otherwise")

@@ -11,7 +11,7 @@ import os
 import re
 from pathlib import Path
 
-from hloscope.parsers._xspace import TraceError
+from hloscope.parsers._trace_error import TraceError
 
 __all__ = ["find_xplane_files"]
 

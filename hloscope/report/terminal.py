@@ -84,6 +84,6 @@ def render_chips(chips: list[ChipSpec]) -> None:
         peaks = c.peak_flops_per_s
         link = c.peer_link_bytes_per_s
         table.add_row(c.id, c.name, _si(peaks.get("bf16", math.nan), "FLOP/s"), _si(peaks.get("f32", math.nan), "FLOP/s"),
-                      _si(peaks.get("int8", math.nan), "OP/s"), _si(c.hbm_bytes_per_s, "B/s"), _si(c.hbm_bytes, "B"),
+                      _si(peaks.get("int8", math.nan), "OP/s"), _si(c.hbm_bytes_per_s, "B/s"), _si(c.hbm_capacity_bytes, "B"),
                       _si(link, "B/s") if link else "-", ", ".join(c.aliases[:3]))
     Console().print(table)

@@ -1,4 +1,5 @@
-"""The ``Report`` record and its JSON/CSV forms (schema in docs/report.md)."""
+"""The ``Report`` record and its JSON/CSV forms (schema in docs/report.md); its totals and assertions are in
+``hloscope.result.assertions``."""
 
 from __future__ import annotations
 
@@ -9,6 +10,9 @@ from pathlib import Path
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from hloscope.errors import ReportSchemaError
+from hloscope.result.assertions import ReportAssertions
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -17,17 +21,26 @@ if TYPE_CHECKING:
 SCHEMA = "hloscope.report/1"
 
 
-@dataclass
-class Report:
-    """Result of ``hloscope.analyze``.
+@dataclass(repr=False)
+class Report(ReportAssertions):
+    """Result of ``hloscope.analyze``: tables, totals, coverage, notes, assertions, JSON round-trip.
+
+    Totals (``roofline_s``, ``flops``, ``hbm_bytes``, ``wire_bytes``, ``wire_bytes_by_kind()``, ``mfu``),
+    ``select(pattern)`` and the ``assert_*`` methods come from ``ReportAssertions``.
 
     Attributes:
-        ops: per-op DataFrame (``report.table.OP_COLUMNS``), totals per module run.
-        modules: per-module DataFrame (``report.table.MODULE_COLUMNS``).
+        ops: per-op DataFrame (``hloscope.roofline.tables.OP_COLUMNS``), totals per module run.
+        modules: per-module DataFrame (``hloscope.roofline.tables.MODULE_COLUMNS``).
         chip: the chip the ops were scored against.
         coverage: for traces, ``joined_time_fraction`` (share of measured op time that joined an instruction
             with a cost), ``steps``, ``devices``, ``files``; for static reports, ``{"static": True}``.
         notes: human-readable caveats (e.g. "host chip calibrated on the fly").
+        compiled_for: for a program hloscope compiled (or a given ``Compiled``): ``{"platform", "device_kind",
+            "devices"}`` (``hloscope.compile.CompiledProgram.compiled_for``); empty for HLO text and traces.
+            In the JSON as ``"compiled_for"``.
+        compile_s: seconds JAX spent lowering and compiling for this report (0.0 when nothing was compiled).
+            Not in the JSON.
+        analysis_s: seconds hloscope spent (HLO text out, parse, cost, score, tables). Not in the JSON.
     """
 
     ops: pd.DataFrame
@@ -35,9 +48,13 @@ class Report:
     chip: ChipSpec
     coverage: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    compiled_for: dict[str, Any] = field(default_factory=dict)
+    compile_s: float = 0.0
+    analysis_s: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON document: ``schema``, ``chip``, ``modules``, ``ops``, ``coverage``, ``notes``."""
+        """The JSON document: ``schema``, ``chip``, ``modules``, ``ops``, ``coverage``, ``notes``,
+        ``compiled_for``."""
         from hloscope.roofline.chips import chip_to_dict
 
         return {
@@ -47,6 +64,7 @@ class Report:
             "ops": [dict(r, flags=[f for f in (r["flags"] or "").split(",") if f]) for r in _records(self.ops)],
             "coverage": self.coverage,
             "notes": self.notes,
+            "compiled_for": self.compiled_for,
         }
 
     def to_json(self, indent: int | None = 1) -> str:
@@ -59,11 +77,12 @@ class Report:
     def from_dict(cls, data: dict[str, Any], source: str = "<dict>") -> Report:
         """A report from its JSON document (``to_dict``), e.g. one written by ``hloscope report --format json``.
 
-        Columns a document lacks (an older ``hloscope.report/1`` writer) are filled with nulls.
+        Columns a document lacks (an older ``hloscope.report/1`` writer) are filled with nulls; a document
+        without ``compiled_for`` reads as ``{}``.
 
         Raises:
-            ValueError: not a ``hloscope.report/1`` document (the message names ``source`` and the schema
-                found).
+            ReportSchemaError: (a ``ValueError``) not a ``hloscope.report/1`` document -- the message names
+                ``source`` and the schema found -- or one whose ``chip`` is missing or malformed.
         """
         import pandas as pd
 
@@ -72,8 +91,10 @@ class Report:
 
         found = data.get("schema") if isinstance(data, dict) else None
         if found != SCHEMA:
-            raise ValueError(f"{source}: expected a report JSON with \"schema\": \"{SCHEMA}\", found "
-                             f"{found!r}")
+            raise ReportSchemaError(source, f"expected a report JSON with \"schema\": \"{SCHEMA}\", found "
+                                    f"{found!r}")
+        if not isinstance(data.get("chip"), dict):
+            raise ReportSchemaError(source, "the report has no \"chip\" object")
         ops = [dict(r, flags=",".join(r.get("flags") or ())) for r in data.get("ops", [])]
         frame = pd.DataFrame(ops, columns=OP_COLUMNS)
         for col in ("op_name", "source", "shape", "comm_kind", "dtype", "bound", "flags", "category"):
@@ -86,21 +107,22 @@ class Report:
         num_mod = [c for c in MODULE_COLUMNS if c not in ("name", "dtype", "flags")]
         modules[num_mod] = modules[num_mod].apply(pd.to_numeric, errors="coerce")
         return cls(frame, modules, chip_from_dict(data["chip"]), dict(data.get("coverage") or {}),
-                   list(data.get("notes") or []))
+                   list(data.get("notes") or []), dict(data.get("compiled_for") or {}))
 
 
 def load_report(path: str | os.PathLike[str]) -> Report:
     """Read a report JSON file written by ``hloscope report --format json``.
 
     Raises:
-        ValueError: the file is not JSON, or not a ``hloscope.report/1`` document (names the file).
+        ReportSchemaError: (a ``ValueError``) the file is not JSON, or not a ``hloscope.report/1`` document
+            (names the file).
         FileNotFoundError: no such file.
     """
     text = Path(path).read_text(encoding="utf-8")
     try:
         data = json.loads(text)
     except ValueError as e:
-        raise ValueError(f"{path}: not JSON ({e})") from None
+        raise ReportSchemaError(path, f"not JSON ({e})") from None
     return Report.from_dict(data, source=str(path))
 
 

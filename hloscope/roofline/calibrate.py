@@ -15,7 +15,7 @@
 The host has no ICI, NVLink or network of its own. Transfers between JAX CPU devices (e.g. under
 ``--xla_force_host_platform_device_count``) and "host <-> device" copies are memory copies, each byte read
 once and written once, so ``pcie_bytes_per_s`` and ``dcn_bytes_per_s`` are set to half the measured memory
-bandwidth; ``peer_link_bytes_per_s`` then reports that copy bandwidth. ``hbm_bytes`` is the physical RAM and
+bandwidth; ``peer_link_bytes_per_s`` then reports that copy bandwidth. ``hbm_capacity_bytes`` is the physical RAM and
 ``on_chip_memory_bytes`` the caches that Linux reports for CPU 0.
 
 JAX is imported inside :func:`calibrate_host`, so importing this module stays cheap.
@@ -134,7 +134,7 @@ def calibrate_host(
 
     Returns:
         A ChipSpec with id ``"host"``, kind ``"cpu"``, alias ``"cpu"`` (JAX's CPU ``device_kind``), the
-        measured ``peak_flops_per_s`` and ``hbm_bytes_per_s``, physical RAM as ``hbm_bytes``, the CPU caches
+        measured ``peak_flops_per_s`` and ``hbm_bytes_per_s``, physical RAM as ``hbm_capacity_bytes``, the CPU caches
         as ``on_chip_memory_bytes``, half the memory bandwidth as ``pcie_bytes_per_s`` and
         ``dcn_bytes_per_s`` (memory copies), and ``sources`` saying what was measured, when and on what.
 
@@ -208,12 +208,12 @@ def calibrate_host(
 
     ram = _physical_memory_bytes()
     if ram:
-        sources["hbm_bytes"] = (
+        sources["hbm_capacity_bytes"] = (
             f"physical RAM (sysconf SC_PHYS_PAGES * SC_PAGE_SIZE or /proc/meminfo); {where}"
         )
     else:
         ram = streamed_bytes
-        sources["hbm_bytes"] = (
+        sources["hbm_capacity_bytes"] = (
             f"physical RAM unknown; the {streamed_bytes} bytes streamed is a lower bound; {where}"
         )
     caches = _cache_sizes_bytes()
@@ -233,7 +233,7 @@ def calibrate_host(
         aliases=("cpu",),
         peak_flops_per_s=peaks,
         hbm_bytes_per_s=memory_bytes_per_s,
-        hbm_bytes=ram,
+        hbm_capacity_bytes=ram,
         on_chip_memory_bytes=caches,
         devices_per_chip=1,
         pcie_bytes_per_s=copy_bytes_per_s,

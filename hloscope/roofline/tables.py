@@ -164,7 +164,6 @@ def modules_frame(costs: list[ModuleCost], ops: pd.DataFrame, chip: ChipSpec,
         measured = step_s.get(name, math.nan) if step_s else math.nan
         by_dtype = mine.groupby("dtype")["flops"].sum()
         dtype = str(by_dtype.idxmax()) if len(by_dtype) and by_dtype.max() > 0 else "bf16"
-        peak, _ = chip.peak_flops_for(dtype)
         time_col = mine["measured_s"] if mine["measured_s"].notna().any() else mine["roofline_s"]
         by_bound = time_col.groupby(mine["bound"]).sum()
         rows.append({
@@ -172,10 +171,47 @@ def modules_frame(costs: list[ModuleCost], ops: pd.DataFrame, chip: ChipSpec,
             "bytes_accessed": mc.bytes_accessed, "comm_bytes": mc.comm_bytes,
             "compute_s": mine["compute_s"].sum(), "memory_s": mine["memory_s"].sum(),
             "comm_s": mine["comm_s"].sum(), "roofline_s": mine["roofline_s"].sum(), "measured_s": measured,
-            "mfu": mc.flops / (measured * peak) if measured and measured == measured else math.nan,
+            "mfu": mfu(mc.flops, measured, chip, dtype),
             "dtype": dtype, "compute_bound_s": float(by_bound.get("compute", 0.0)),
             "memory_bound_s": float(by_bound.get("memory", 0.0)),
             "communication_bound_s": float(by_bound.get("communication", 0.0)),
             "flags": ",".join(sorted(mc.flags)),
         })
     return pd.DataFrame(rows, columns=MODULE_COLUMNS)
+
+
+def mfu(flops: float, seconds: float, chip: ChipSpec, dtype: str) -> float:
+    """Model FLOPs utilization: the share of the chip's peak that ``flops`` done in ``seconds`` reached.
+
+    ``mfu = flops / (seconds x peak_flops_per_s[dtype])`` -- the convention of PaLM (Chowdhery et al. 2022,
+    appendix B) and of "How to Scale Your Model" Part 1: achieved FLOP/s over the chip's dense peak at the
+    dtype of the work (the dtype holding most of a module's FLOPs). ``flops`` are the program's own HLO FLOPs
+    (not 6·N·T model FLOPs), so rematerialised work counts. NaN when ``seconds`` is NaN, 0 or negative.
+
+    This is the one MFU formula of hloscope: the modules table's ``mfu`` column and ``Report.mfu`` (over
+    several modules: total FLOPs over the sum of each module's ``seconds x peak``) both use it.
+    """
+    if not seconds or seconds != seconds or seconds <= 0:
+        return math.nan
+    return flops / (seconds * chip.peak_flops_for(dtype)[0])
+
+
+def total_mfu(modules: pd.DataFrame, chip: ChipSpec, time_column: str = "measured_s") -> float:
+    """``mfu`` over several modules: total FLOPs / sum(module seconds x peak at the module's dtype).
+
+    Args:
+        modules: the modules table (``MODULE_COLUMNS``): ``flops``, ``dtype`` and ``time_column`` are read.
+        chip: the chip scored against.
+        time_column: ``measured_s`` (achieved MFU, from a trace) or ``roofline_s`` (the roofline MFU: the best
+            this program can reach on the chip).
+
+    Returns:
+        The fraction (1.0 = at peak); NaN when no module has a positive time in ``time_column``.
+    """
+    capacity = 0.0
+    flops = 0.0
+    for f, d, t in zip(modules["flops"], modules["dtype"], modules[time_column]):
+        if t == t and t > 0:
+            capacity += float(t) * chip.peak_flops_for(str(d))[0]
+            flops += float(f)
+    return flops / capacity if capacity else math.nan

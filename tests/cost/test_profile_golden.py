@@ -24,7 +24,8 @@ from pathlib import Path
 
 import pytest
 
-from hloscope.parsers._chrome_trace import line_cost_detail, parse_line
+from hloscope.cost.trace_lines import line_cost_detail
+from hloscope.parsers._hlo_line import canonical_line, parse_line
 
 GOLDEN = Path(__file__).resolve().parents[2].parent / "shared" / "corpus" / "profile_golden"
 PREFIX = "openxla__xprof__xprof__integration_tests__data__golden__data_tpu-training_"
@@ -104,8 +105,6 @@ def _dense(shape) -> int:
 
 def _operand_names(expression: str) -> list[str]:
     """Operand names in order, from the canonical form's name table (the instruction's own name first)."""
-    from hloscope.parsers._chrome_trace import canonical_line
-
     canon, names = canonical_line(expression)
     inst = parse_line(canon).instruction
     return [names[int(o[1:])] for o in inst.operands]

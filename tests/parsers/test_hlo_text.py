@@ -528,6 +528,58 @@ def test_parse_hlo_takes_a_string_a_path_or_a_directory() -> None:
         parse_hlo(FIXTURES / "hlo" / "no_such_file.hlo.txt")
 
 
+#: hlo_generic.jsonl:948, its lines joined with blanks: a module on one line, its header holding attributes.
+IOTA_ONE_LINE = ("HloModule iota, entry_computation_layout={()->f32[100]{0}} ENTRY Iota { "
+                 "ROOT iota = f32[100]{0} iota(), iota_dimension=0 }")
+
+
+def test_parse_hlo_reads_a_one_line_text_as_text() -> None:
+    """A str is text when it holds a line break or starts with ``HloModule`` or a computation header; the file
+    system is never asked (issue #20: such strings were tried as paths: "File name too long")."""
+    m = parse_hlo(IOTA_ONE_LINE)
+    assert (m.name, m.source, m.entry.name) == ("iota", "<string>", "Iota")
+    # The header's last value ends at its closing brace, not at the end of the line.
+    assert m.header_attributes == {"entry_computation_layout": "{()->f32[100]{0}}"}
+    root = m.entry.root
+    assert (root.name, root.shape.element_type, root.shape.dims, root.attributes) == (
+        "iota", "f32", (100,), {"iota_dimension": 0})
+    # Over 5,000 characters on one line (too long for a file name): 111 instructions.
+    copies = " ".join(f"iota.{i} = f32[100]{{0}} iota(), iota_dimension=0" for i in range(1, 111))
+    long = IOTA_ONE_LINE.replace("{ ROOT", "{ " + copies + " ROOT")
+    assert len(long) > 5000 and "\n" not in long
+    m = parse_hlo(long)
+    assert len(m.entry) == 111 and m.entry.names[:2] == ("iota.1", "iota.2") and m.entry.root.name == "iota"
+    # A computation header starts a text too, with or without ENTRY (hlo_generic.jsonl:3372 without its header).
+    for text in ("ENTRY test { ROOT constant = f16[] constant(1) }",
+                 "  %test () -> f16[] { ROOT constant = f16[] constant(1) }",
+                 "test { ROOT constant = f16[] constant(1) }"):
+        assert parse_hlo(text).entry.root.literal == "1", text
+
+
+def test_parse_hlo_reads_any_other_str_as_a_path(tmp_path: Path) -> None:
+    # A one-line str that does not start like HLO is a path, even with braces in it.
+    path = tmp_path / "iota{0}.hlo"
+    path.write_text(IOTA_ONE_LINE)
+    assert parse_hlo(str(path)).source == str(path)
+    assert parse_hlo(path).name == "iota"
+    # Names that only begin like a keyword are paths.
+    for name in ("HloModule.hlo", "ENTRY.txt", "ENTRY-2.txt"):
+        with pytest.raises(FileNotFoundError, match="^" + name + ": no such file or directory"):
+            parse_hlo(name)
+    # A missing path is a FileNotFoundError naming it; a str's message says how a str is read.
+    missing = tmp_path / "no_such_file.hlo.txt"
+    with pytest.raises(FileNotFoundError) as info:
+        parse_hlo(missing)
+    assert str(info.value) == f"{missing}: no such file or directory"
+    with pytest.raises(FileNotFoundError) as info:
+        parse_hlo(str(missing))
+    assert str(info.value).startswith(f"{missing}: no such file or directory; a str is HLO text only when")
+    # A name too long for the system is missing too, not an OSError ("File name too long").
+    with pytest.raises(FileNotFoundError) as info:
+        parse_hlo("x" * 5000)
+    assert str(info.value).startswith("x" * 100 + "... (5000 characters): no such file or directory (")
+
+
 def test_unknown_opcode_is_parsed_and_listed() -> None:
     # hlo_generic.jsonl:979 (XLA's parser rejects `le`; hloscope keeps it as an opaque instruction)
     m = parse(

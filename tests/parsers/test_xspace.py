@@ -7,9 +7,11 @@ Inputs:
 * a CPU profile captured by a session fixture with ``jax.profiler.trace`` (subprocess, ``JAX_PLATFORMS=cpu``);
 * the bundled ``fixtures/profile/cpu_train_step`` capture, when present.
 
+Op events are read with ``read_xspace_events`` (the one op-events table of ``hloscope.parsers.events``).
 Oracles are independent of hloscope's schema: jaxlib's C++ XSpace reader (``jax.profiler.ProfileData``),
 xprof's own converter (``hlo_stats`` tool: per-op occurrences / total / self time), the ``*.hlo_proto.pb``
-files xprof extracts from the same XSpace, and the derived ``hlo_gpu/*@jit_*.hlo.txt`` corpus texts.
+files xprof extracts from the same XSpace, the derived ``hlo_gpu/*@jit_*.hlo.txt`` corpus texts, and the
+fixture scripts and READMEs (step counts, event counts, the device kind JAX reported when capturing).
 """
 
 from __future__ import annotations
@@ -39,14 +41,16 @@ from hloscope.parsers._xspace import (
     op_events,
     parse_xspace,
     read_xspace,
-    step_events,
+    read_xspace_events,
 )
+from hloscope.parsers.events import MODULE_RUN_COLUMNS, OP_COLUMNS, STEP_COLUMNS, TraceEvents, read_trace
 
 REPO = Path(__file__).resolve().parents[2]
 CORPUS = REPO / ".." / "shared" / "corpus"
 XPLANE_DIR = CORPUS / "xplane"
 HLO_GPU_DIR = CORPUS / "hlo_gpu"
 FIXTURE_PROFILE = REPO / "fixtures" / "profile" / "cpu_train_step"
+FIXTURE_PROFILES = REPO / "fixtures" / "profile"
 
 GPU_FILES = {
     "te_fused_attn": (
@@ -60,18 +64,12 @@ GPU_FILES = {
 }
 CORRUPT_TPU = "openxla__xprof__xprof__convert__test_xplanes__tpu_inference_2.xplane.pb"
 
-OP_COLUMNS = [
-    "plane",
-    "device_id",
-    "line",
-    "name",
-    "hlo_op",
-    "hlo_module",
-    "program_id",
-    "start_ps",
-    "duration_ps",
-    "self_ps",
-]
+# The dtypes of hloscope.parsers.events' docstring, written out independently of the reader.
+OP_DTYPES = {
+    "host": "category", "device": "category", "device_id": "int32", "stream": "category", "program_id": "UInt64",
+    "module": "category", "instruction": "category", "name": "category", "step": "Int64", "start_ps": "int64",
+    "duration_ps": "int64", "self_ps": "int64",
+}
 
 
 def _corpus_file(name: str) -> Path:
@@ -102,6 +100,11 @@ def _module_text_has(text: str, op: str) -> bool:
 def _sanitized(metadata_name: str) -> str:
     # How the corpus derived-file names were built from "jit__normal(13)": "jit__normal_13_".
     return re.sub(r"[^A-Za-z0-9_.-]", "_", metadata_name)
+
+
+def _ops(path: Path):
+    """The op-events table of one xplane file."""
+    return read_xspace_events([path]).ops
 
 
 def _assert_one_line_trace_error(exc: TraceError, path: Path, *needles: str) -> None:
@@ -171,9 +174,12 @@ def _events_by_oracle(path: Path):
 
 
 def test_schema_module_does_not_import_tensorflow_or_xprof():
+    """Nor, being a parser, any later stage of hloscope (cost, roofline, report)."""
     code = (
         "import sys, hloscope.parsers._xspace_schema, hloscope.parsers._xspace, hloscope.parsers._trace_dir\n"
+        "import hloscope.parsers.events, hloscope.parsers._command_buffer\n"
         "bad = [m for m in ('tensorflow', 'xprof', 'tensorboard_plugin_profile') if m in sys.modules]\n"
+        "bad += [m for m in sys.modules if m.startswith(('hloscope.cost', 'hloscope.roofline', 'hloscope.report'))]\n"
         "assert not bad, bad\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
@@ -299,16 +305,18 @@ def test_hlo_proto_to_text_accepts_bare_module_and_rejects_garbage():
 
 
 def test_gpu_op_events_shape(gpu_file):
-    df = op_events(read_xspace(gpu_file))
-    assert list(df.columns) == OP_COLUMNS
+    df = _ops(gpu_file)
+    assert tuple(df.columns) == OP_COLUMNS
+    assert {c: str(t) for c, t in df.dtypes.items()} == OP_DTYPES
     assert len(df) > 0
-    assert str(df.program_id.dtype) == "UInt64" and df.program_id.notna().all()
-    assert df.plane.str.fullmatch(r"/device:GPU:\d+").all()
-    assert (df.device_id == df.plane.str.rsplit(":", n=1).str[1].astype(int)).all()
-    assert df.line.str.startswith("Stream #").all()
+    assert df.program_id.notna().all()
+    assert (df.host == gpu_file.name[: -len(".xplane.pb")]).all()
+    assert df.device.str.fullmatch(r"/device:GPU:\d+").all()
+    assert (df.device_id == df.device.astype(str).str.rsplit(":", n=1).str[1].astype(int)).all()
+    assert df.stream.str.startswith("Stream #").all()
     assert (df.duration_ps > 0).all() and (df.self_ps <= df.duration_ps).all()
-    assert (df.hlo_op != "").all() and (df.hlo_module != "").all()
-    for _, g in df.groupby(["plane", "line"], sort=False):
+    assert (df.instruction != "").all() and (df.module != "").all()
+    for _, g in df.groupby(["device", "stream"], sort=False, observed=True):
         assert g.start_ps.is_monotonic_increasing
 
 
@@ -324,9 +332,9 @@ def test_gpu_op_events_match_jaxlib_reader(gpu_file):
                 if "hlo_op" in st:
                     ids = (plane.name, line.name, st["hlo_op"], st["hlo_module"], st["program_id"])
                     expected.append((*ids, ev.start_ns, ev.duration_ns))
-    df = op_events(read_xspace(gpu_file))
+    df = _ops(gpu_file)
     mine = list(
-        zip(df.plane, df.line, df.hlo_op, df.hlo_module, df.program_id, df.start_ps, df.duration_ps, strict=True)
+        zip(df.device, df.stream, df.instruction, df.module, df.program_id, df.start_ps, df.duration_ps, strict=True)
     )
     assert len(mine) == len(expected)
     expected.sort(key=lambda r: (r[0], r[1], r[5]))
@@ -339,10 +347,10 @@ def test_gpu_op_events_match_jaxlib_reader(gpu_file):
 
 def test_gpu_op_events_join_module_text(gpu_file):
     xs = read_xspace(gpu_file)
-    df = op_events(xs)
+    df = _ops(gpu_file)
     entries = {e.program_id: e for e in hlo_protos(xs)}
     texts = {}
-    for op, module, pid in df[["hlo_op", "hlo_module", "program_id"]].drop_duplicates().itertuples(index=False):
+    for op, module, pid in df[["instruction", "module", "program_id"]].drop_duplicates().itertuples(index=False):
         entry = entries[int(pid)]
         assert entry.module_name == module
         text = texts.setdefault(int(pid), entry.to_text())
@@ -351,20 +359,20 @@ def test_gpu_op_events_join_module_text(gpu_file):
 
 def test_gpu_several_kernels_per_op():
     """conv_08: cudnn-conv.1 launches an im2col kernel and a GEMM; each kernel is its own row."""
-    df = op_events(read_xspace(_corpus_file(GPU_FILES["conv_08"])))
-    conv = df[(df.hlo_op == "cudnn-conv.1") & (df.plane == "/device:GPU:1")]
+    df = _ops(_corpus_file(GPU_FILES["conv_08"]))
+    conv = df[(df.instruction == "cudnn-conv.1") & (df.device == "/device:GPU:1")]
     names = set(conv.name)
     assert "Im3d2Col.kd" in names and any(n.startswith("Cijk_") for n in names)
     # 8 GPUs, each ran the same module: identical op sets per device.
-    per_dev = df[df.device_id > 0].groupby("device_id").hlo_op.apply(lambda s: tuple(sorted(s)))
+    per_dev = df[df.device_id > 0].groupby("device_id").instruction.apply(lambda s: tuple(sorted(s)))
     assert per_dev.nunique() == 1 and len(per_dev) == 7
 
 
 def test_gpu_host_launch_events_are_not_ops():
     """The /host:CPU plane of a GPU run has hipModuleLaunchKernel events with hlo_op stats: launches, not ops."""
     xs = read_xspace(_corpus_file(GPU_FILES["conv_08"]))
-    df = op_events(xs)
-    assert not (df.plane == "/host:CPU").any()
+    df = _ops(_corpus_file(GPU_FILES["conv_08"]))
+    assert not (df.device == "/host:CPU").any()
     host = next(p for p in xs.planes if p.name == "/host:CPU")
     names = {k: v.name for k, v in host.stat_metadata.items()}
     launches = [
@@ -384,8 +392,8 @@ def test_gpu_op_totals_match_xprof_hlo_stats(key, tmp_path):
     ids = [c["id"] for c in table["cols"]]
     rows = [dict(zip(ids, [c.get("v") for c in r["c"]])) for r in table["rows"]]
     assert rows
-    df = op_events(read_xspace(dst))
-    agg = df.groupby(["program_id", "hlo_op"]).agg(
+    df = _ops(dst)
+    agg = df.groupby(["program_id", "instruction"], observed=True).agg(
         n=("duration_ps", "size"), total=("duration_ps", "sum"), self_=("self_ps", "sum")
     )
     assert len(agg) == len(rows)
@@ -398,26 +406,19 @@ def test_gpu_op_totals_match_xprof_hlo_stats(key, tmp_path):
 
 def test_gpu_overlapping_neighbours_are_not_nested():
     """te_fused_attn: some consecutive kernels overlap by ~100 ns; neither is the other's child."""
-    df = op_events(read_xspace(_corpus_file(GPU_FILES["te_fused_attn"])))
+    df = _ops(_corpus_file(GPU_FILES["te_fused_attn"]))
     ends = df.start_ps + df.duration_ps
-    overlaps = (df.start_ps.shift(-1) < ends) & (df.line.shift(-1) == df.line)
+    overlaps = (df.start_ps.shift(-1) < ends) & (df.stream.shift(-1) == df.stream)
     assert overlaps.any()
     assert (df.self_ps == df.duration_ps).all()
 
 
 def test_step_events_none_in_gpu_corpus(gpu_file):
-    steps = step_events(read_xspace(gpu_file))
-    assert list(steps.columns) == [
-        "plane",
-        "device_id",
-        "line",
-        "name",
-        "step_num",
-        "start_ps",
-        "end_ps",
-        "duration_ps",
-    ]
-    assert steps.empty  # these captures have no StepTraceAnnotation and no device "Steps" line
+    ev = read_xspace_events([gpu_file])
+    assert tuple(ev.steps.columns) == STEP_COLUMNS
+    assert ev.steps.empty  # these captures have no StepTraceAnnotation and no device "Steps" line
+    assert ev.ops.step.isna().all()
+    assert tuple(ev.module_runs.columns) == MODULE_RUN_COLUMNS and ev.module_runs.empty  # no TPU planes
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -426,40 +427,46 @@ def test_step_events_none_in_gpu_corpus(gpu_file):
 
 def _check_cpu_profile(xplane: Path, module: str, n_steps: int) -> None:
     xs = read_xspace(xplane)
-    df = op_events(xs)
-    assert len(df) > 0 and list(df.columns) == OP_COLUMNS
-    assert (df.plane == "/host:CPU").all()
-    assert (df.hlo_module == module).all()
+    ev = read_xspace_events([xplane])
+    df = ev.ops
+    assert len(df) > 0 and tuple(df.columns) == OP_COLUMNS
+    assert {c: str(t) for c, t in df.dtypes.items()} == OP_DTYPES
+    assert (df.device == "/host:CPU").all() and ev.platform == "cpu" and ev.device_kind is None
+    assert (df.module == module).all()
     assert df.program_id.nunique() == 1 and (df.device_id >= 0).all()
-    assert (df.name == df.hlo_op).all()  # CPU thunk events are named after the instruction
+    assert (df.name == df.instruction).all()  # CPU thunk events are named after the instruction
 
     entries = [e for e in hlo_protos(xs) if e.module_name == module]
     assert len(entries) == 1 and entries[0].program_id == int(df.program_id.iloc[0])
     text = entries[0].to_text()
-    for op in df.hlo_op.unique():
+    assert ev.hlo_modules[module]() == text
+    assert ev.hlo_sources[module] == f"{xplane}:{entries[0].metadata_name}"
+    for op in df.instruction.unique():
         assert _module_text_has(text, op), op
 
     # The scan is a while thunk whose body thunks run nested in it on the same thread.
-    whiles = df[df.hlo_op.str.startswith("while")]
+    whiles = df[df.instruction.str.startswith("while")]
     assert len(whiles) > 0
     for w in whiles.itertuples():
-        same = df[(df.line == w.line) & (df.index != w.Index)]
+        same = df[(df.stream == w.stream) & (df.index != w.Index)]
         w_end = w.start_ps + w.duration_ps
         inside = same[(same.start_ps >= w.start_ps) & (same.start_ps + same.duration_ps <= w_end)]
         assert len(inside) > 0
         # no nested whiles in these programs: every contained op is a direct child
         assert w.self_ps == w.duration_ps - inside.duration_ps.sum()
-    leaves = df[~df.hlo_op.str.startswith("while")]
+    leaves = df[~df.instruction.str.startswith("while")]
     assert (leaves.self_ps == leaves.duration_ps).all()
 
-    steps = step_events(xs)
-    assert list(steps.step_num) == list(range(n_steps))
-    assert (steps.name == "train").all() and (steps.plane == "/host:CPU").all()
-    assert (steps.end_ps - steps.start_ps == steps.duration_ps).all()
-    # every op ran inside one of the annotated steps
+    steps = ev.steps
+    assert list(steps.step) == list(range(n_steps))
+    assert (steps.name == "train").all() and (steps.device == "/host:CPU").all()
+    # every op ran inside exactly one of the annotated steps, and says which
     starts = df.start_ps.to_numpy()
-    in_step = sum(((starts >= s.start_ps) & (starts < s.end_ps)) for s in steps.itertuples())
-    assert (in_step == 1).all()
+    inside = [(starts >= s.start_ps) & (starts < s.start_ps + s.duration_ps) for s in steps.itertuples()]
+    assert (sum(inside) == 1).all()
+    for s, mask in zip(steps.itertuples(), inside):
+        assert (df.step[mask] == s.step).all()
+    assert df.step.notna().all()
 
     # cross-check with jaxlib's reader
     oracle = _events_by_oracle(xplane)
@@ -471,7 +478,21 @@ def _check_cpu_profile(xplane: Path, module: str, n_steps: int) -> None:
         for ev in line.events
         if "hlo_op" in dict(ev.stats)
     )
-    assert sorted(zip(df.line, df.start_ps, df.hlo_op)) == expected
+    assert sorted(zip(df.stream, df.start_ps, df.instruction)) == expected
+
+    # and the step markers too: StepTraceAnnotation events (step_num stat) of the host plane
+    markers = sorted(
+        (round(ev_.start_ns * 1000), round(ev_.duration_ns * 1000), dict(ev_.stats)["step_num"])
+        for plane in oracle.planes
+        if plane.name == "/host:CPU"
+        for line in plane.lines
+        for ev_ in line.events
+        if "step_num" in dict(ev_.stats)
+    )
+    assert len(markers) == n_steps
+    for start, dur, step in markers:
+        mask = (starts >= start - 1000) & (starts < start + dur - 1000)  # ns-rounded by ProfileData
+        assert mask.any() and (df.step[mask] == step).all()
 
 
 def test_cpu_profile_captured_now(cpu_xplane):
@@ -484,10 +505,228 @@ def test_cpu_profile_bundled_fixture():
     run_dir, files = find_xplane_files(FIXTURE_PROFILE)
     assert run_dir.name == "run0" and [f.name for f in files] == ["localhost.xplane.pb"]
     _check_cpu_profile(files[0], "jit_transformer_train_step", 3)
-    df = op_events(read_xspace(files[0]))
-    # 8 host devices (--xla_force_host_platform_device_count=8), each ran the same thunks
+    df = _ops(files[0])
+    # 8 host devices (--xla_force_host_platform_device_count=8), each ran the same thunks; counts from the
+    # fixture's README (written by fixtures/make_profile.py from jaxlib's reader)
     counts = df.device_id.value_counts()
     assert sorted(counts.index) == list(range(8)) and counts.nunique() == 1
+    assert len(df) == 8160 and (counts == 1020).all() and df.instruction.nunique() == 198
+    assert (df.host == "localhost").all()
+
+
+# ------------------------------------------------------------------------------------------------------
+# read_xspace_events on the bundled profiles (fixtures/profile/*: fixtures/make_profile.py, CPU, 3 steps;
+# fixtures/make_gpu_fixtures.py, H100, 5 steps, with and without command buffers)
+
+BUNDLED = {"cpu_train_step": ("cpu", 3), "gpu_mlp_train": ("gpu", 5), "gpu_mlp_train_nocb": ("gpu", 5)}
+
+
+@pytest.fixture(params=sorted(BUNDLED), ids=sorted(BUNDLED))
+def bundled(request) -> tuple[str, list[Path]]:
+    d = FIXTURE_PROFILES / request.param
+    if not d.is_dir():
+        pytest.skip(f"bundled profile absent: {d}")
+    return request.param, find_xplane_files(d)[1]
+
+
+def test_bundled_profiles_schema(bundled):
+    name, files = bundled
+    ev = read_xspace_events(files)
+    assert isinstance(ev, TraceEvents) and ev.files == [str(f) for f in files]
+    assert tuple(ev.ops.columns) == OP_COLUMNS and len(ev.ops) > 0
+    assert {c: str(t) for c, t in ev.ops.dtypes.items()} == OP_DTYPES
+    assert tuple(ev.steps.columns) == STEP_COLUMNS and tuple(ev.module_runs.columns) == MODULE_RUN_COLUMNS
+    assert ev.module_runs.empty  # XLA Modules lines exist on TPU only
+    assert ev.platform == BUNDLED[name][0]
+    # rows sorted by host, device, stream, then start: sorting again changes nothing
+    again = ev.ops.sort_values(["host", "device", "stream", "start_ps"], kind="stable")
+    assert (again.index == ev.ops.index).all()
+    # category columns hold only values that occur
+    for col in ("host", "device", "stream", "module", "instruction", "name"):
+        assert set(ev.ops[col].cat.categories) == set(ev.ops[col].astype(str))
+
+
+def test_bundled_profiles_steps(bundled):
+    """Every op event falls in one StepTraceAnnotation("train", step_num=i) of the fixture scripts (they block
+    on each step), and carries that step's number; the markers are read with jaxlib's reader."""
+    name, files = bundled
+    n_steps = BUNDLED[name][1]
+    ev = read_xspace_events(files)
+    oracle = _events_by_oracle(files[0])
+    markers = sorted(
+        (round(e.start_ns * 1000), round(e.duration_ns * 1000), dict(e.stats)["step_num"], e.name)
+        for plane in oracle.planes if plane.name == "/host:CPU"
+        for line in plane.lines for e in line.events if "step_num" in dict(e.stats)
+    )
+    assert [m[2] for m in markers] == list(range(n_steps)) and {m[3] for m in markers} == {"train"}
+    assert list(ev.steps.step) == list(range(n_steps)) and (ev.steps.name == "train").all()
+    for (start, dur, _, _), s in zip(markers, ev.steps.itertuples()):
+        assert abs(s.start_ps - start) <= 1000 and abs(s.duration_ps - dur) <= 1000
+    ops = ev.ops
+    assert ops.step.notna().all()
+    assert sorted(ops.step.unique()) == list(range(n_steps))
+    for s in ev.steps.itertuples():
+        mask = (ops.start_ps >= s.start_ps) & (ops.start_ps < s.start_ps + s.duration_ps)
+        assert (ops.step[mask] == s.step).all() and (ops.step[~mask] != s.step).all()
+
+
+def test_bundled_gpu_device_kind_names_the_h100():
+    """The device JAX reported when the GPU fixtures were made (``dev.device_kind``, in the fixture's
+    xla_cost.json) is what the trace's GPU plane says."""
+    expected = json.loads((REPO / "fixtures" / "hlo" / "gpu-h100_mlp_train.xla_cost.json").read_text())["device_kind"]
+    assert "H100" in expected
+    for name in ("gpu_mlp_train", "gpu_mlp_train_nocb"):
+        d = FIXTURE_PROFILES / name
+        if not d.is_dir():
+            pytest.skip(f"bundled profile absent: {d}")
+        ev = read_xspace_events(find_xplane_files(d)[1])
+        assert ev.device_kind == expected
+        oracle = _events_by_oracle(find_xplane_files(d)[1][0])
+        gpu = next(p for p in oracle.planes if p.name == "/device:GPU:0")
+        assert dict(gpu.stats)["gpu_device_name"] == expected
+
+
+def test_rocm_captures_state_no_device_kind(gpu_file):
+    """The corpus ROCm captures name only the vendor on their GPU planes: no device kind to report."""
+    oracle = _events_by_oracle(gpu_file)
+    stats = {k for p in oracle.planes if p.name.startswith("/device:") for k, _ in p.stats}
+    assert "device_vendor" in stats and not stats & {"gpu_device_name", "device_type_string"}
+    ev = read_xspace_events([gpu_file])
+    assert ev.device_kind is None and ev.platform == "gpu"
+
+
+def test_read_xspace_events_holds_the_op_events_of_each_file():
+    """The table is the per-file op_events rows, renamed, with the host added: same rows, same values."""
+    files = sorted(FIXTURE_PROFILES.glob("*/plugins/profile/*/*.xplane.pb")) + sorted(
+        p for p in XPLANE_DIR.glob("*.xplane.pb") if p.name != CORRUPT_TPU)
+    if not files:
+        pytest.skip("no xplane files")
+    for f in files:
+        new = read_xspace_events([f]).ops
+        old = op_events(read_xspace(f))
+        assert len(new) == len(old), f
+        cols = ["device", "stream", "device_id", "name", "instruction", "module", "program_id", "start_ps",
+                "duration_ps", "self_ps"]
+        theirs = old.rename(columns={"plane": "device", "line": "stream", "hlo_op": "instruction",
+                                     "hlo_module": "module"})
+        assert theirs.program_id.notna().all()  # (so that the rows sort)
+        mine = sorted(map(tuple, new[cols].astype(object).values.tolist()))
+        theirs = sorted(map(tuple, theirs[cols].astype(object).values.tolist()))
+        assert mine == theirs, f
+
+
+def test_several_hosts_in_one_run(tmp_path):
+    """A multi-host run dir: one file per host; the host column is each file's name up to .xplane.pb."""
+    src = FIXTURE_PROFILE / "plugins" / "profile" / "run0" / "localhost.xplane.pb"
+    if not src.is_file():
+        pytest.skip("bundled profile absent")
+    run = tmp_path / "plugins" / "profile" / "2026_01_01_00_00_00"
+    run.mkdir(parents=True)
+    for host in ("worker-10", "worker-2"):
+        shutil.copyfile(src, run / f"{host}.xplane.pb")
+    one = read_xspace_events([src])
+    ev = read_trace(tmp_path)
+    assert ev.files == [str(run / "worker-10.xplane.pb"), str(run / "worker-2.xplane.pb")]
+    assert len(ev.ops) == 2 * len(one.ops) and len(ev.steps) == 2 * len(one.steps)
+    assert list(ev.ops.host.unique()) == ["worker-2", "worker-10"]  # numbers in names by value
+    import pandas as pd
+
+    for host in ("worker-2", "worker-10"):
+        rows = ev.ops[ev.ops.host == host].reset_index(drop=True)
+        pd.testing.assert_frame_equal(rows.drop(columns="host"), one.ops.drop(columns="host"),
+                                      check_categorical=False)
+    assert list(ev.hlo_modules) == list(one.hlo_modules)
+    assert ev.hlo_sources["jit_transformer_train_step"].startswith(str(run / "worker-10.xplane.pb") + ":")
+
+
+def test_two_lines_with_one_name_are_merged_in_start_order(tmp_path):
+    """Two host lines of one name (thread names can repeat): one stream, its rows in start order, self times
+    per line as written, steps from the host's StepTraceAnnotation."""
+    xs = schema.XSpace(hostnames=["h"])
+    host = xs.planes.add(id=1, name="/host:CPU")
+    for sid, name in [(1, "hlo_op"), (2, "hlo_module"), (3, "device_ordinal"), (4, "step_num")]:
+        host.stat_metadata[sid].CopyFrom(schema.XStatMetadata(id=sid, name=name))
+    for mid, name in [(1, "fusion.1"), (2, "copy.2"), (3, "train")]:
+        host.event_metadata[mid].CopyFrom(schema.XEventMetadata(id=mid, name=name))
+    a = host.lines.add(id=1, name="tf_XLAEigen/7", timestamp_ns=1)
+    b = host.lines.add(id=2, name="tf_XLAEigen/7", timestamp_ns=2)
+    for line, mid, off in [(a, 1, 0), (a, 2, 5000), (b, 2, 1000), (b, 1, 6000)]:
+        ev = line.events.add(metadata_id=mid, offset_ps=off, duration_ps=500)
+        ev.stats.add(metadata_id=1, str_value=host.event_metadata[mid].name)
+        ev.stats.add(metadata_id=2, str_value="jit_g")
+        ev.stats.add(metadata_id=3, int64_value=0)
+    marker = host.lines.add(id=3, name="python", timestamp_ns=0).events.add(metadata_id=3, offset_ps=1500,
+                                                                             duration_ps=4000)
+    marker.stats.add(metadata_id=4, int64_value=3)
+    path = tmp_path / "h.xplane.pb"
+    path.write_bytes(xs.SerializeToString())
+    df = read_xspace_events([path]).ops
+    # absolute starts: line timestamp_ns * 1000 + offset_ps
+    assert list(df.start_ps) == [1000, 3000, 6000, 8000]
+    assert list(df.instruction) == ["fusion.1", "copy.2", "copy.2", "fusion.1"]
+    assert (df.stream == "tf_XLAEigen/7").all() and df.stream.cat.categories.tolist() == ["tf_XLAEigen/7"]
+    # the marker spans [1500, 5500) ps: only the event starting at 3000 ps is in step 3
+    assert df.step.isna().tolist() == [True, False, True, True] and df.step.iloc[1] == 3
+
+
+def test_read_trace_dispatch(tmp_path):
+    if not FIXTURE_PROFILE.is_dir():
+        pytest.skip("bundled profile absent")
+    ev = read_trace(FIXTURE_PROFILE)
+    assert len(ev.ops) == 8160 and ev.platform == "cpu"
+    assert len(read_trace(FIXTURE_PROFILE, run="run0").ops) == 8160
+    with pytest.raises(TraceError, match="no run named 'nope'"):
+        read_trace(FIXTURE_PROFILE, run="nope")
+
+
+def test_read_trace_dispatches_chrome_traces(monkeypatch, tmp_path):
+    """A *.trace.json(.gz) goes to the Chrome-trace reader (``_chrome_trace.read_chrome_events``, looked up by
+    name when called: replaced here by a stand-in), whose empty result is an error naming the file."""
+    import types
+
+    import pandas as pd
+
+    seen = []
+    empty = TraceEvents(pd.DataFrame(columns=list(OP_COLUMNS)), pd.DataFrame(columns=list(STEP_COLUMNS)),
+                        pd.DataFrame(columns=list(MODULE_RUN_COLUMNS)))
+    full = TraceEvents(pd.DataFrame({c: [1] for c in OP_COLUMNS}), empty.steps, empty.module_runs)
+    result = [full]
+
+    def fake(path):
+        seen.append(Path(path))
+        return result[0]
+
+    monkeypatch.setitem(sys.modules, "hloscope.parsers._chrome_trace", types.SimpleNamespace(read_chrome_events=fake))
+    for name in ("host.trace.json.gz", "host.trace.json"):
+        path = tmp_path / name
+        path.write_bytes(b"")
+        assert read_trace(path) is full and seen[-1] == path
+    result[0] = empty
+    with pytest.raises(TraceError) as ei:
+        read_trace(path)
+    _assert_one_line_trace_error(ei.value, path, "no per-HLO-op events in this trace")
+    with pytest.raises(TraceError, match="run='other' was requested"):
+        read_trace(path, run="other")
+
+
+def test_read_trace_without_op_events_names_the_run_dir(tmp_path):
+    """A capture with no per-op events (here: a host plane with only a StepTraceAnnotation) is an error."""
+    xs = schema.XSpace(hostnames=["h"])
+    host = xs.planes.add(id=1, name="/host:CPU")
+    host.stat_metadata[1].CopyFrom(schema.XStatMetadata(id=1, name="step_num"))
+    host.event_metadata[1].CopyFrom(schema.XEventMetadata(id=1, name="train"))
+    line = host.lines.add(id=1, name="python", timestamp_ns=10)
+    line.events.add(metadata_id=1, offset_ps=0, duration_ps=1000).stats.add(metadata_id=1, int64_value=0)
+    run = tmp_path / "plugins" / "profile" / "2026_01_01_00_00_00"
+    run.mkdir(parents=True)
+    (run / "h.xplane.pb").write_bytes(xs.SerializeToString())
+    ev = read_xspace_events([run / "h.xplane.pb"])
+    assert ev.ops.empty and tuple(ev.ops.columns) == OP_COLUMNS
+    assert {c: str(t) for c, t in ev.ops.dtypes.items()} == OP_DTYPES
+    assert list(ev.steps.step) == [0] and any("no per-HLO-op events" in n for n in ev.notes)
+    with pytest.raises(TraceError) as ei:
+        read_trace(tmp_path)
+    _assert_one_line_trace_error(ei.value, run, "no per-HLO-op events in this trace", "jax.profiler.trace")
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -505,8 +744,10 @@ def _tpu_like_xspace():
     md.stats.add(metadata_id=1, bytes_value=b"\x0a\x07\x0a\x05jit_f")
 
     tpu = xs.planes.add(id=1, name="/device:TPU:2")
-    for sid, name in [(1, "program_id"), (2, "flops"), (3, "step_num")]:
+    for sid, name in [(1, "program_id"), (2, "flops"), (3, "step_num"), (4, "device_type_string")]:
         tpu.stat_metadata[sid].CopyFrom(schema.XStatMetadata(id=sid, name=name))
+    # as in the (otherwise corrupted) xprof TPU capture of the corpus: plane stat device_type_string
+    tpu.stats.add(metadata_id=4, str_value="TPU v6 Lite")
     for mid, name in [(1, f"jit_f({big_pid})"), (2, "while.3"), (3, "fusion.1"), (4, "copy.2"), (5, "7")]:
         tpu.event_metadata[mid].CopyFrom(schema.XEventMetadata(id=mid, name=name))
     tpu.event_metadata[3].stats.add(metadata_id=2, double_value=1e6)
@@ -522,22 +763,35 @@ def _tpu_like_xspace():
     return xs, big_pid
 
 
-def test_tpu_shaped_xspace():
+def test_tpu_shaped_xspace(tmp_path):
     xs, big_pid = _tpu_like_xspace()
     data = xs.SerializeToString()
     ProfileData = _profile_data()
     assert [p.name for p in ProfileData.from_serialized_xspace(data).planes] == ["/host:metadata", "/device:TPU:2"]
-    xs = parse_xspace(data)
-    df = op_events(xs)
-    assert list(df.hlo_op) == ["while.3", "fusion.1", "fusion.1", "copy.2"]
-    assert (df.device_id == 2).all() and (df.line == "XLA Ops").all()
-    assert (df.hlo_module == "jit_f").all() and (df.program_id == big_pid).all()
+    path = tmp_path / "t1v-n-0.xplane.pb"
+    path.write_bytes(data)
+    ev = read_xspace_events([path])
+    df = ev.ops
+    assert {c: str(t) for c, t in df.dtypes.items()} == OP_DTYPES
+    assert list(df.instruction) == ["while.3", "fusion.1", "fusion.1", "copy.2"]
+    assert (df.device_id == 2).all() and (df.stream == "XLA Ops").all() and (df.device == "/device:TPU:2").all()
+    assert (df.module == "jit_f").all() and (df.program_id == big_pid).all()
     assert list(df.start_ps) == [1_000_200, 1_000_300, 3_000_000, 7_000_000]
     assert list(df.self_ps) == [3_000_000, 1_000_000, 1_000_000, 500_000]
-    steps = step_events(xs)
-    assert list(steps.step_num) == [7] and list(steps.device_id) == [2]
-    (entry,) = hlo_protos(xs)
+    assert (df.host == "t1v-n-0").all()
+    # the device's own Steps line: one step, 7, over [1_000_000, 11_000_000) ps, holding every op
+    assert list(ev.steps.step) == [7] and list(ev.steps.device_id) == [2]
+    assert list(ev.steps.device) == ["/device:TPU:2"] and list(ev.steps.start_ps) == [1_000_000]
+    assert (df.step == 7).all()
+    # the XLA Modules line: one run of jit_f
+    runs = ev.module_runs
+    assert tuple(runs.columns) == MODULE_RUN_COLUMNS
+    assert runs[["module", "program_id", "start_ps", "duration_ps", "device_id"]].values.tolist() == [
+        ["jit_f", big_pid, 1_000_100, 9_000_000, 2]]
+    assert (ev.platform, ev.device_kind) == ("tpu", "TPU v6 Lite")
+    (entry,) = hlo_protos(parse_xspace(data))
     assert (entry.module_name, entry.program_id) == ("jit_f", big_pid)
+    assert list(ev.hlo_modules) == ["jit_f"] and ev.hlo_sources == {"jit_f": f"{path}:jit_f({big_pid})"}
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -550,6 +804,10 @@ def test_corrupted_upstream_tpu_file_raises_clean_error():
         read_xspace(path)
     _assert_one_line_trace_error(ei.value, path, "not an XSpace protobuf", "jax.profiler.trace")
     assert isinstance(ei.value, ValueError)
+    for read in (lambda: read_xspace_events([path]), lambda: read_trace(path)):
+        with pytest.raises(TraceError) as ei:
+            read()
+        _assert_one_line_trace_error(ei.value, path, "not an XSpace protobuf")
 
 
 def test_missing_file(tmp_path):

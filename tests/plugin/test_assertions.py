@@ -1,4 +1,5 @@
-"""The ``Analysis`` assertions, on real TPU v5e HLO: they pass when true, and say what is wrong when not."""
+"""The ``Report`` assertions (``hloscope.result.assertions``), on real TPU v5e HLO: they pass when true, and say
+what is wrong when not. The plugin's fixture returns the same ``Report``."""
 
 from __future__ import annotations
 
@@ -6,37 +7,50 @@ import re
 
 import pytest
 
-from hloscope.pytest_plugin import Analysis, _analyze_text
-from hloscope.roofline.chips import get_chip
+import hloscope
+from hloscope.result import Report
+from hloscope.roofline.tables import total_mfu
 
 from conftest import HLO
 
 
-def load(name: str) -> Analysis:
-    return _analyze_text((HLO / f"{name}.hlo.txt").read_text(), get_chip("tpu-v5e"))
+def load(name: str) -> Report:
+    return hloscope.analyze(HLO / f"{name}.hlo.txt", chip="tpu-v5e")
 
 
 @pytest.fixture(scope="module")
-def large() -> Analysis:
+def large() -> Report:
     return load("tpu-v5e_mlp_large")  # big matmuls: compute-bound on v5e
 
 
 @pytest.fixture(scope="module")
-def small() -> Analysis:
+def small() -> Report:
     return load("tpu-v5e_mlp_sharded")  # small matmuls: memory-bound
 
 
 @pytest.fixture(scope="module")
-def collectives() -> Analysis:
+def collectives() -> Report:
     return load("tpu-v5e_collectives")
 
 
-def test_report_is_forwarded(large):
+def test_totals_of_the_report(large):
     assert list(large.ops.columns)[:4] == ["module", "computation", "instruction", "opcode"]
     assert large.chip.id == "tpu-v5e" and large.to_dict()["schema"] == "hloscope.report/1"
     assert large.roofline_s == pytest.approx(large.ops.roofline_s.sum())
+    assert large.hbm_bytes == large.modules.bytes_accessed.sum() and large.wire_bytes == large.modules.comm_bytes.sum()
     assert large.wire_bytes_by_kind().keys() == {"all-reduce"}
-    assert repr(large).startswith("<hloscope Analysis: 43 ops, roofline 10.7 ms on tpu-v5e")
+    assert sum(large.wire_bytes_by_kind().values()) == pytest.approx(large.wire_bytes)
+    assert repr(large).startswith("<hloscope Report: 43 ops, roofline 10.7 ms on tpu-v5e")
+    assert large.compiled_for == {} and large.compile_s == 0.0 and large.analysis_s > 0
+
+
+def test_mfu_is_the_one_definition(large):
+    """No measured time: the roofline MFU, ``total_mfu`` over ``roofline_s`` (FLOPs / sum(time x peak))."""
+    assert large.mfu == total_mfu(large.modules, large.chip, "roofline_s")
+    by_hand = large.flops / sum(t * large.chip.peak_flops_for(d)[0]
+                                for d, t in zip(large.modules.dtype, large.modules.roofline_s))
+    assert large.mfu == pytest.approx(by_hand) and 0.6 < large.mfu <= 1.0
+
 
 
 def test_select_patterns(large):

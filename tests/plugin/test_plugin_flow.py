@@ -7,6 +7,8 @@ import json
 
 import pytest
 
+from hloscope.compare.baseline import SCHEMA as BASELINE_SCHEMA
+
 from conftest import HLO, PLUGIN, ROOT
 
 STEP_TEST = """
@@ -103,7 +105,7 @@ def test_baseline_cycle(project):
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["test_flow.py::test_step  tpu-v5e  10.9 µs  baseline created", "1 baseline written."])
     doc = json.loads(path.read_text())
-    assert doc["schema"] == "hloscope.baseline/1" and doc["chip"] == "tpu-v5e"
+    assert doc["schema"] == BASELINE_SCHEMA and doc["chip"] == "tpu-v5e"
     assert doc["test"] == "test_flow.py::test_step"
     assert not [p for p in path.parent.iterdir() if p.name != path.name]  # no temporary files
     result = project.runpytest(*PLUGIN, "--hloscope-update")
@@ -188,7 +190,7 @@ def test_no_chip_says_how_to_set_one(pytester):
     """)
     result = pytester.runpytest(*PLUGIN)
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*HloscopeConfigError: no chip for hloscope: run pytest --hloscope-chip ID, set "
+    result.stdout.fnmatch_lines(["*ConfigError: no chip for hloscope: run pytest --hloscope-chip ID, set "
                                  "hloscope_chip = ID in the ini file, or mark the test "
                                  "@pytest.mark.hloscope(chip=ID)*"])
     assert "- hloscope -" not in result.stdout.str()  # nothing checked, nothing analyzed: no summary section
@@ -202,9 +204,14 @@ def test_inputs_text_path_dump_dir_and_trace(pytester):
         ROOT = {str(ROOT)!r}
 
         def test_text_and_path(hloscope):
+            import hloscope as api
+            from hloscope.pytest_plugin import Analysis, HloscopeConfigError
+
             text = open(HLO + "/tpu-v5e_mlp_large.hlo.txt").read()
             a, b = hloscope.analyze(text), hloscope.analyze(HLO + "/tpu-v5e_mlp_large.hlo.txt")
-            assert a.roofline_s == b.roofline_s > 0
+            assert type(a) is api.Report and issubclass(Analysis, api.Report)  # the fixture returns the Report
+            assert HloscopeConfigError is api.ConfigError  # the old name still imports
+            assert a.roofline_s == b.roofline_s > 0 and a.analysis_s > 0 and a.compile_s == 0
             a.assert_bound("dot", "compute")
             hloscope.check_baseline(a, name="text")
             hloscope.check_baseline(b, name="path")

@@ -101,3 +101,169 @@ def test_nan_free_efficiency_for_timed_ops(traced):
     timed = traced.ops[traced.ops.measured_s > 0]
     assert not timed.efficiency.isna().any()
     assert all(math.isfinite(v) for v in timed.efficiency)
+
+
+def test_measured_mfu_is_the_one_definition(traced):
+    from hloscope.roofline.tables import total_mfu
+
+    assert 0 < traced.mfu < 1
+    assert traced.mfu == total_mfu(traced.modules, traced.chip, "measured_s")
+
+
+# ---- compiling outside pytest (hloscope.compile) ----------------------------------------------------------
+
+
+def test_functions_lowered_and_compiled_are_compiled_and_timed():
+    import jax
+    import jax.numpy as jnp
+
+    def f(a, b, *, scale=1.0):
+        return jnp.tanh(a @ b) * scale
+
+    a, b = jnp.ones((128, 256), jnp.float32), jax.ShapeDtypeStruct((256, 64), jnp.float32)
+    plain = hloscope.analyze(f, a, b, scale=2.0, chip="h100")  # not jitted: wrapped in jax.jit
+    assert plain.flops >= 2 * 128 * 256 * 64 and plain.compile_s > 0 and plain.analysis_s > 0
+    assert plain.compiled_for == {"platform": "cpu", "device_kind": "cpu", "devices": 1}
+    lowered = jax.jit(f).lower(a, b)
+    from_lowered = hloscope.analyze(lowered, chip="h100")
+    from_compiled = hloscope.analyze(lowered.compile(), chip="h100")
+    assert from_lowered.flops == from_compiled.flops > 0 and from_lowered.compile_s > 0
+    assert from_compiled.compile_s == 0 and from_compiled.compiled_for["platform"] == "cpu"
+
+
+def test_compile_program_directly():
+    import jax
+    import jax.numpy as jnp
+
+    from hloscope.compile import CompiledProgram, compile_program
+    from hloscope.roofline.chips import get_chip
+
+    prog = compile_program(jax.jit(lambda x: x * 2), (jnp.ones(8),), {}, chip=get_chip("h100"))
+    assert isinstance(prog, CompiledProgram) and prog.target == "backend"
+    assert prog.hlo_text.startswith("HloModule ") and prog.compiled_for["devices"] == 1
+    assert prog.compile_s > 0 and prog.text_s >= 0
+
+
+def test_what_cannot_be_compiled_says_why():
+    import jax
+    import jax.numpy as jnp
+
+    x = jnp.ones(4)
+    lowered = jax.jit(jnp.sin).lower(x)
+    with pytest.raises(TypeError, match=r"hloscope.analyze\(lowered\) takes no example arguments"):
+        hloscope.analyze(lowered, x, chip="h100")
+    with pytest.raises(TypeError, match=r"hloscope.analyze\(compiled\) takes no example arguments"):
+        hloscope.analyze(lowered.compile(), x, chip="h100")
+    with pytest.raises(TypeError, match=r"hloscope.analyze\(text_or_path\) takes no example arguments"):
+        hloscope.analyze(HLO / "cpu_mlp_1dev.hlo.txt", x, chip="h100")
+    with pytest.raises(TypeError, match="cannot analyze a int"):
+        hloscope.analyze(3, chip="h100")
+    with pytest.raises(hloscope.ConfigError, match="invalid target 'tpu': expected one of backend, deviceless"):
+        hloscope.analyze(jnp.sin, x, chip="h100", target="tpu")
+    with pytest.raises(hloscope.ConfigError, match="target 'deviceless' compiles for a TPU, but the chip is h100"):
+        hloscope.analyze(jnp.sin, x, chip="h100", target="deviceless")
+    with pytest.raises(hloscope.ChipRequiredError):
+        hloscope.analyze(jnp.sin, x)
+
+
+def test_compiled_for_round_trips_through_json():
+    import jax
+    import jax.numpy as jnp
+
+    from hloscope.result import Report
+
+    r = hloscope.analyze(jax.jit(jnp.sin), jnp.ones(4), chip="h100")
+    doc = json.loads(r.to_json())
+    assert doc["compiled_for"] == {"platform": "cpu", "device_kind": "cpu", "devices": 1}
+    back = Report.from_dict(doc)
+    assert back.compiled_for == r.compiled_for and back.compile_s == 0.0 and back.analysis_s == 0.0
+    del doc["compiled_for"]  # a document of an older writer
+    assert Report.from_dict(doc).compiled_for == {}
+
+
+def test_bad_report_documents_raise_report_schema_errors(tmp_path):
+    from hloscope.result import Report
+
+    with pytest.raises(hloscope.ReportSchemaError, match=r"<dict>: expected a report JSON .* found 'x'"):
+        Report.from_dict({"schema": "x"})
+    with pytest.raises(hloscope.ReportSchemaError, match="no \"chip\" object"):
+        Report.from_dict({"schema": "hloscope.report/1"})
+    bad = tmp_path / "r.json"
+    bad.write_text("{nope")
+    with pytest.raises(ValueError, match=r"r\.json: not JSON") as info:  # still a ValueError
+        hloscope.load_report(bad)
+    assert isinstance(info.value, hloscope.ReportSchemaError) and info.value.path == str(bad)
+
+
+# The same calls in a plain Python process: no pytest, no plugin. TPU v5e: 1.97e14 FLOP/s (bf16; f32 dots also
+# run at it) over 8.1e11 B/s of HBM = a critical intensity of 1.97e14 / 8.1e11 = 243 FLOP/B.
+#
+# matmul, M = K = N = 4096: FLOPs 2MNK = 2 x 4096^3 = 1.37e11; HBM bytes in bf16 (2 B) 2(MK + KN + MN)
+# = 2 x 3 x 4096^2 = 1.01e8, so the intensity is 4096/3 = 1365 FLOP/B -- 5.6x the critical intensity.
+# (The CPU backend upcasts a bf16 dot to f32, 4 B: 4096/6 = 683 FLOP/B, still 2.8x.) Compute-bound.
+#
+# elementwise tanh(a) * b + 1 on 4096 x 4096 bf16: a few FLOPs per element (hloscope counts 10 for the fused
+# converts, tanh, multiply and add) against 6 bytes (two reads, one write of 2 B): 10/6 = 1.7 FLOP/B, two orders
+# of magnitude under 243. Memory-bound.
+PLAIN_SCRIPT = r'''
+import sys
+import jax, jax.numpy as jnp, hloscope
+
+M = K = N = 4096
+critical = 1.97e14 / 8.1e11
+assert 2 * M * N * K / (2 * (M * K + K * N + M * N)) > 5 * critical
+
+def matmul(a, b):
+    return a @ b
+
+def elementwise(a, b):
+    return jnp.tanh(a) * b + 1
+
+a = jnp.ones((M, K), jnp.bfloat16)
+b = jax.ShapeDtypeStruct((K, N), jnp.bfloat16)
+r = hloscope.analyze(jax.jit(matmul), a, b, chip="tpu-v5e")
+r.assert_bound("dot", "compute")
+dot = r.select("dot")
+hand = {2 * M * N * K / (size * (M * K + K * N + M * N)) for size in (2, 4)}  # bf16, or f32 on CPU
+assert any(abs(float(dot["intensity"].iloc[0]) - h) < 1e-6 * h for h in hand), dot["intensity"]
+assert abs(float(dot["critical_intensity"].iloc[0]) - critical) < 1e-6 * critical
+assert r.compiled_for["platform"] == "cpu" and r.compile_s > 0 and r.flops >= 2 * M * N * K
+r.assert_max_flops(1.01 * r.flops)
+r.assert_no_collective()
+
+e = hloscope.analyze(jax.jit(elementwise), a, a, chip="tpu-v5e")
+e.assert_bound("fusion", "memory")
+try:
+    e.assert_bound("fusion", "compute")
+except AssertionError as err:
+    assert "not compute-bound on tpu-v5e" in str(err), err
+else:
+    raise SystemExit("elementwise was compute-bound")
+assert e.mfu < 0.01
+
+if "deviceless" in sys.argv:
+    x = jax.ShapeDtypeStruct((M, K), jnp.bfloat16)
+    t = hloscope.analyze(matmul, x, x, chip="tpu-v5e", target="deviceless")
+    assert t.compiled_for["platform"] == "tpu" and t.compiled_for["device_kind"] == "TPU v5 lite", t.compiled_for
+    t.assert_bound("dot", "compute")
+    assert abs(float(t.select("dot")["intensity"].iloc[0]) - M / 3) < 1e-6 * M  # bf16 on the TPU
+
+assert "pytest" not in sys.modules and "hloscope.pytest_plugin" not in sys.modules
+print("plain script ok")
+'''
+
+
+@pytest.mark.slow
+def test_analyze_and_assert_in_a_plain_python_process():
+    import importlib.util
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "XLA_FLAGS"))}
+    env.update(JAX_PLATFORMS="cpu", PYTHONPATH=os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]))
+    args = ["deviceless"] if importlib.util.find_spec("libtpu") else []
+    done = subprocess.run([sys.executable, "-c", PLAIN_SCRIPT, *args], env=env, capture_output=True, text=True,
+                          timeout=300, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert "plain script ok" in done.stdout

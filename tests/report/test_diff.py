@@ -1,4 +1,8 @@
-"""``hloscope diff``: matching by identity, not by XLA's names; collectives of a resharded program; CI rules."""
+"""``hloscope diff``: matching by identity, not by XLA's names; collectives of a resharded program; CI rules.
+
+The comparison is ``hloscope.compare`` (the engine the plugin's baselines use too, tests/compare/); this file
+drives it through its front ends (``hloscope.diff``, the CLI) and checks the presentation (``hloscope.report.diff``).
+"""
 
 from __future__ import annotations
 
@@ -10,7 +14,9 @@ import pytest
 
 import hloscope
 from hloscope.cli import main
-from hloscope.report.diff import diff, diff_command_output, parse_rules, render_diff_html, render_diff_table
+from hloscope import diff
+from hloscope.compare.rules import parse_rules
+from hloscope.report.diff import diff_command_output, render_diff_html, render_diff_table
 
 HLO = Path(__file__).resolve().parents[2] / "fixtures" / "hlo"
 TP4 = HLO / "cpu_mlp_sharded.hlo.txt"  # mesh data=2 x model=4
@@ -57,7 +63,7 @@ def test_identical_inputs_report_no_change(capsys):
     assert not d.changed
     assert set(d.ops["status"]) == {"unchanged"}
     assert (d.ops[[c for c in d.ops if c.endswith("_delta")]].fillna(0) == 0).all().all()
-    assert d.check(["roofline_s:+5%", "comm_bytes:+0", "flops:-1%"]) == []
+    assert d.check(["roofline_s:+5%", "comm_bytes:+0", "flops:-1%"]).lines() == []
     assert main(["diff", str(TP4), str(TP4), "--chip", CHIP, "--fail-on", "roofline_s:+5%"]) == 0
 
 
@@ -108,14 +114,14 @@ def test_resharding_names_the_collectives_and_their_wire_bytes(tp_diff):
 
 
 def test_fail_on_sets_the_exit_code(tmp_path, tp_diff, capsys):
-    assert tp_diff.check(["comm_bytes:+0"])  # wire bytes grew
-    assert not tp_diff.check(["comm_bytes:+1000%"])
+    assert tp_diff.check(["comm_bytes:+0"]).regressed  # wire bytes grew
+    assert not tp_diff.check(["comm_bytes:+1000%"]).regressed
     code = main(["diff", str(TP4), str(TP2), "--chip", CHIP, "--fail-on", "comm_bytes:+0", "--format", "json",
                  "-o", str(tmp_path / "d.json")])
     assert code == 1
     assert "fail-on: comm_bytes:+0" in capsys.readouterr().err
     doc = json.loads((tmp_path / "d.json").read_text())
-    assert doc["schema"] == "hloscope.diff/1" and doc["summary"]
+    assert doc["schema"] == "hloscope.diff/2" and doc["summary"]
     assert main(["diff", str(TP4), str(TP2), "--chip", CHIP, "--fail-on", "bogus:+5%"]) == 2
 
 
@@ -133,13 +139,13 @@ def test_rules_parse(text, expected):
 
 @pytest.mark.parametrize("bad", ["roofline_s", "roofline_s:+x%", "speed:+5%", "roofline_s:+5%%", ""])
 def test_bad_rules_name_the_syntax(bad):
-    with pytest.raises(ValueError, match="FIELD:\\[\\+\\|-\\]NUMBER"):
+    with pytest.raises(ValueError, match="METRIC:\\[\\+\\|-\\]NUMBER"):
         parse_rules([bad])
 
 
 def test_rule_on_a_field_one_side_lacks_is_broken(tp_diff):
     # Static reports have no measured time: a rule on it cannot pass silently.
-    assert any("not known" in line for line in tp_diff.check(["measured_s:+5%"]))
+    assert any("not known" in line for line in tp_diff.check(["measured_s:+5%"]).lines())
 
 
 def test_report_json_round_trip_matches_the_hlo(tmp_path):
@@ -162,7 +168,7 @@ def test_diff_html_escapes_op_names():
 
 def test_command_output_forms(tp_diff):
     doc = json.loads(diff_command_output(tp_diff, "json"))
-    assert doc["schema"] == "hloscope.diff/1" and doc["ops"] and doc["modules"]
+    assert doc["schema"] == "hloscope.diff/2" and doc["ops"] and doc["modules"]
     assert diff_command_output(tp_diff, "html").startswith("<!DOCTYPE html>")
     assert "collectives whose wire bytes changed" in diff_command_output(tp_diff, "table")
     with pytest.raises(ValueError, match="table, json or html"):
@@ -172,8 +178,8 @@ def test_command_output_forms(tp_diff):
 def test_modules_without_ops_compare_cleanly():
     import dataclasses
 
-    report = hloscope.analyze(str(TP4), CHIP)
+    report = hloscope.analyze(str(TP4), chip=CHIP)
     empty = dataclasses.replace(report, ops=report.ops.iloc[0:0])
     d = diff(empty, empty)
-    assert d.ops.empty and not d.changed and d.check(["flops:+0"]) == []
+    assert d.ops.empty and not d.changed and d.check(["flops:+0"]).lines() == []
     assert json.loads(d.to_json())["ops"] == []

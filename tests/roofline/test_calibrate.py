@@ -39,7 +39,7 @@ def test_calibration_returns_positive_finite_numbers(host):
     ]
     for value in values:
         assert math.isfinite(value) and value > 0
-    assert host.hbm_bytes > 0
+    assert host.hbm_capacity_bytes > 0
     # Copies between CPU "devices" read and write every byte: half the read+write bandwidth.
     assert host.pcie_bytes_per_s == pytest.approx(host.hbm_bytes_per_s / 2)
     assert host.peer_link_bytes_per_s == host.pcie_bytes_per_s

@@ -200,10 +200,10 @@ def test_gpu_interconnect(chip_id, nvlink_one_way, ib_per_gpu):
 
 
 def test_capacity_units():
-    assert get_chip("tpu-v5e").hbm_bytes == 16 * 2**30  # 16 GiB
-    assert get_chip("tpu-v5p").hbm_bytes == 95 * 2**30
-    assert get_chip("tpu7x").hbm_bytes == 192 * 2**30
-    assert get_chip("h100").hbm_bytes == 80 * 10**9  # datasheet "80GB", decimal
+    assert get_chip("tpu-v5e").hbm_capacity_bytes == 16 * 2**30  # 16 GiB
+    assert get_chip("tpu-v5p").hbm_capacity_bytes == 95 * 2**30
+    assert get_chip("tpu7x").hbm_capacity_bytes == 192 * 2**30
+    assert get_chip("h100").hbm_capacity_bytes == 80 * 10**9  # datasheet "80GB", decimal
     assert get_chip("tpu-v5e").on_chip_memory_bytes["vmem"] == 128 * 2**20  # book: 128 MiB VMEM
 
 
@@ -214,7 +214,7 @@ def test_tpu7x_per_device_view_halves_the_chip():
     assert device.devices_per_chip == 1 and device.id != chip.id and device.aliases == ()
     assert device.peak_flops_per_s["bf16"] == pytest.approx(2307e12 / 2)  # Google: 2307 TFLOPs per chip
     assert device.hbm_bytes_per_s == pytest.approx(7380e9 / 2)
-    assert device.hbm_bytes == 96 * 2**30
+    assert device.hbm_capacity_bytes == 96 * 2**30
     assert device.critical_intensity("bf16") == pytest.approx(chip.critical_intensity("bf16"))
     v5e = get_chip("tpu-v5e")
     assert v5e.per_device() is v5e
@@ -371,7 +371,8 @@ def test_chip_to_dict_is_json_ready():
     assert "TPU v5 lite" in data["aliases"]
     assert data["peak_flops_per_s"]["bf16"] == pytest.approx(1.97e14)
     assert data["hbm_bytes_per_s"] == pytest.approx(8.1e11)
-    assert data["hbm_bytes"] == 16 * 2**30
+    assert data["hbm_capacity_bytes"] == 16 * 2**30
+    assert "hbm_bytes" not in data  # the old name is read, never written
     assert data["ici_link_bytes_per_s"] == pytest.approx(4.5e10)
     assert data["ici_link_bidi_bytes_per_s"] == pytest.approx(9e10)
     assert data["dcn_bytes_per_s"] == pytest.approx(3.125e9)
@@ -397,7 +398,7 @@ def test_chipspec_validates_values():
     with pytest.raises(ChipSpecError, match="kind"):
         dataclasses.replace(base, kind="fpga")
     with pytest.raises(dataclasses.FrozenInstanceError):
-        base.hbm_bytes = 1  # type: ignore[misc]
+        base.hbm_capacity_bytes = 1  # type: ignore[misc]
     with pytest.raises(TypeError):
         base.peak_flops_per_s["bf16"] = 1.0  # type: ignore[index]
 
@@ -449,7 +450,7 @@ bf16 = 7.0e14
 name = "My accelerator"
 kind = "other"
 hbm_bytes_per_s = 1e12
-hbm_bytes = 17179869184
+hbm_capacity_bytes = 17179869184
 pcie_bytes_per_s = 3.2e10
 
 [chips.mychip.peak_flops_per_s]
@@ -514,26 +515,36 @@ def test_toml_round_trip_of_builtins(tmp_path, chip):
     [
         pytest.param(
             '[chips.foo]\nname = "x"\nhbm_bytes_per_s = 1e12\n\n[chips.foo.peak_flops_per_s]\nbf16 = 1e14\n',
-            "foo", "hbm_bytes", "missing required field", id="missing-field",
+            "foo", "hbm_capacity_bytes", "missing required field", id="missing-field",
         ),
         pytest.param(
-            "[chips.foo]\nhbm_bytes_per_s = -2e12\nhbm_bytes = 100\n"
+            "[chips.foo]\nhbm_bytes_per_s = -2e12\nhbm_capacity_bytes = 100\n"
             "[chips.foo.peak_flops_per_s]\nbf16 = 1e14\n",
             "foo", "hbm_bytes_per_s", "positive", id="negative-value",
         ),
         pytest.param(
-            '[chips.foo]\nhbm_bytes_per_s = "fast"\nhbm_bytes = 100\n'
+            '[chips.foo]\nhbm_bytes_per_s = "fast"\nhbm_capacity_bytes = 100\n'
             "[chips.foo.peak_flops_per_s]\nbf16 = 1e14\n",
             "foo", "hbm_bytes_per_s", "number", id="non-numeric",
         ),
         pytest.param(
-            "[chips.foo]\nhbm_bytes_per_s = 1e12\nhbm_bytes = 100\n[chips.foo.peak_flops_per_s]\nbf16 = 0\n",
+            "[chips.foo]\nhbm_bytes_per_s = 1e12\nhbm_capacity_bytes = 100\n[chips.foo.peak_flops_per_s]\nbf16 = 0\n",
             "foo", "peak_flops_per_s.bf16", "positive", id="zero-peak",
         ),
         pytest.param(
+            "[chips.foo]\nhbm_bytes_per_s = 1e12\nhbm_capacity_bytes = 100.5\n"
+            "[chips.foo.peak_flops_per_s]\nbf16 = 1\n",
+            "foo", "hbm_capacity_bytes", "whole number", id="fractional-bytes",
+        ),
+        pytest.param(  # the old key is still read, and an error names the key the file uses
             "[chips.foo]\nhbm_bytes_per_s = 1e12\nhbm_bytes = 100.5\n"
             "[chips.foo.peak_flops_per_s]\nbf16 = 1\n",
-            "foo", "hbm_bytes", "whole number", id="fractional-bytes",
+            "foo", "hbm_bytes", "whole number", id="fractional-bytes-old-key",
+        ),
+        pytest.param(
+            "[chips.foo]\nhbm_bytes_per_s = 1e12\nhbm_bytes = 100\nhbm_capacity_bytes = 100\n"
+            "[chips.foo.peak_flops_per_s]\nbf16 = 1\n",
+            "foo", "hbm_bytes", "old name", id="old-and-new-key",
         ),
         pytest.param(
             "[chips.h100]\nhbm_bandwidth = 3e12\n", "h100", "hbm_bandwidth", "unknown field", id="typo",
@@ -565,7 +576,7 @@ def test_bad_chip_files_name_file_chip_and_field(tmp_path, text, chip, field, wo
 def test_toml_syntax_error_reports_line_column_chip_and_field(tmp_path):
     path = _write(
         tmp_path,
-        "[chips.foo]\nhbm_bytes = 100\nhbm_bytes_per_s = 3.0e12e\n"
+        "[chips.foo]\nhbm_capacity_bytes = 100\nhbm_bytes_per_s = 3.0e12e\n"
         "[chips.foo.peak_flops_per_s]\nbf16 = 1e14\n",
         "syntax.toml",
     )
@@ -580,7 +591,7 @@ def test_toml_syntax_error_reports_line_column_chip_and_field(tmp_path):
 
 
 def test_syntax_error_in_a_subtable_names_the_entry(tmp_path):
-    path = _write(tmp_path, "[chips.bar]\nhbm_bytes = 1\n[chips.bar.peak_flops_per_s]\nint8 = = 3\n")
+    path = _write(tmp_path, "[chips.bar]\nhbm_capacity_bytes = 1\n[chips.bar.peak_flops_per_s]\nint8 = = 3\n")
     with pytest.raises(ChipSpecError) as info:
         load_chip_file(path)
     assert (info.value.chip, info.value.field, info.value.line) == ("bar", "peak_flops_per_s.int8", 4)

@@ -1,0 +1,28 @@
+"""The one comparison engine: two ``Report``s -> per-op and per-module deltas and a verdict under rules.
+
+Stage after ``Report``, before presentation: ``hloscope diff`` / ``hloscope.diff`` and the pytest plugin's
+baselines both call ``compare``. Modules:
+
+* ``engine`` -- op identity (``opcode, op_name, dims``), pairing, deltas (``Diff``), verdicts (``Verdict``);
+* ``rules`` -- the one threshold grammar ``METRIC:[+|-]NUMBER[%]`` (``roofline_s:+5%``, ``op.bound:+0``);
+* ``baseline`` -- baseline files: a reviewable subset of the report JSON (``hloscope.baseline/2``).
+
+Imports no analysis: loading paths, HLO or traces into reports is the front ends' job (``hloscope.diff``,
+the CLI, the plugin).
+"""
+
+from __future__ import annotations
+
+from hloscope.compare.engine import (
+    DEFAULT_SIGNIFICANT,
+    Diff,
+    Finding,
+    Verdict,
+    compare,
+    dims_of,
+    identity,
+)
+from hloscope.compare.rules import Rule, default_rules, parse_rules
+
+__all__ = ["DEFAULT_SIGNIFICANT", "Diff", "Finding", "Rule", "Verdict", "compare", "default_rules", "dims_of",
+           "identity", "parse_rules"]

@@ -1,0 +1,737 @@
+"""The comparison engine: two ``Report``s -> op-by-op and module-by-module deltas, and a verdict under rules.
+
+``hloscope diff`` (the CLI, ``hloscope.diff``) and the pytest plugin's baselines both call ``compare``; it takes
+reports only (loading paths, HLO or traces is the front ends' job) and imports no analysis.
+
+Matching (XLA renumbers instruction names from one compile to the next, so names are no identity):
+
+1. Modules pair by name; when each side has exactly one module they pair whatever their names. A module on
+   one side only is compared against nothing (its totals from or to 0, status ``appeared``/``vanished``).
+2. Ops pair by their **identity** ``(opcode, op_name, dims)``: the opcode, the framework op name of the HLO
+   metadata and the result shape's dimensions without element types or layout (``f32[32,128]{1,0}`` ->
+   ``[32,128]``, from the ops table's ``shape`` column). The element type is not part of it, so a matmul that
+   went from bf16 to f32 is *that op* changing. Ops sharing an identity pair in order of roofline time, then
+   FLOPs, largest first.
+3. Ops left over pair by ``(opcode, op_name)``: the same op with other dimensions (a resharded program's
+   per-device shapes), marked ``reshaped``.
+4. What is still left ``appeared`` (only in B) or ``vanished`` (only in A). Trace ops that name no instruction
+   (category ``unjoined``) pair by their instruction name.
+
+Fields compared per op (``OP_FIELDS``) and per module (``MODULE_FIELDS``): for each ``<f>_a``, ``<f>_b``,
+``<f>_delta`` (B - A) and ``<f>_rel`` (delta / A; NaN when A is 0). ``time`` is measured time where both sides
+have it, else roofline time; an op is ``slower`` or ``faster`` by it, ``unchanged`` when no field moved by more
+than ``SAME`` (relative), the dims and the bound class are the same.
+
+The verdict (``Diff.check``) applies rules of ``hloscope.compare.rules`` (grammar in docs/diff.md).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from hloscope.compare.rules import Rule, RuleSpec, describe, resolve
+from hloscope.units import change as _change
+from hloscope.units import quantity
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from hloscope.result import Report
+    from hloscope.roofline.chips import ChipSpec
+
+__all__ = [
+    "SCHEMA", "DEFAULT_SIGNIFICANT", "SAME", "OP_FIELDS", "MODULE_FIELDS", "OP_DIFF_COLUMNS",
+    "MODULE_DIFF_COLUMNS", "COLLECTIVE_DIFF_COLUMNS", "BOUND_RANK", "dims_of", "identity", "compare", "Diff",
+    "Finding", "Verdict",
+]
+
+#: Schema of ``Diff.to_json``.
+SCHEMA = "hloscope.diff/2"
+#: Share of A's total roofline time from which an op is compared on its own by ``op.*`` rules (collectives
+#: always are); also what a baseline stores.
+DEFAULT_SIGNIFICANT = 0.01
+#: Values within this relative margin are the same (float summation noise; baselines keep 9 digits).
+SAME = 1e-8
+#: Op fields compared, in order (columns of the report's ops table).
+OP_FIELDS = ("roofline_s", "measured_s", "flops", "bytes_accessed", "comm_bytes", "count")
+#: Module fields compared (columns of the report's modules table); the module metrics of the rules.
+MODULE_FIELDS = ("roofline_s", "measured_s", "flops", "transcendentals", "bytes_accessed", "comm_bytes",
+                 "compute_s", "memory_s", "comm_s", "mfu")
+#: Bound classes from best to worst: ``op.bound`` compares these ranks.
+BOUND_RANK = {"compute": 0, "memory": 1, "communication": 2}
+
+#: The columns of ``Diff.ops``, in order.
+OP_DIFF_COLUMNS = [
+    "module", "op_name", "opcode", "dims", "category", "instruction_a", "instruction_b", "shape_a", "shape_b",
+    "dtype_a", "dtype_b", "bound_a", "bound_b", "comm_kind",
+    *(f"{f}_{s}" for f in OP_FIELDS for s in ("a", "b", "delta", "rel")),
+    "time_a", "time_b", "time_delta", "reshaped", "bound_changed", "significant", "status",
+]
+#: The columns of ``Diff.modules``, in order.
+MODULE_DIFF_COLUMNS = ["module_a", "module_b", "status",
+                       *(f"{f}_{s}" for f in MODULE_FIELDS for s in ("a", "b", "delta", "rel"))]
+#: The columns of ``Diff.collectives`` (one row per module pair and collective kind), in order.
+COLLECTIVE_DIFF_COLUMNS = ["module", "comm_kind", "count_a", "count_b", "comm_bytes_a", "comm_bytes_b",
+                           "comm_bytes_delta", "comm_bytes_rel"]
+
+_DTYPE_RE = re.compile(r"[a-z][a-z0-9]*\[")
+_LAYOUT_RE = re.compile(r"\{[^{}]*\}")
+_LABELS = {"roofline_s": "roofline time", "measured_s": "measured time", "flops": "FLOPs",
+           "transcendentals": "transcendentals", "bytes_accessed": "HBM bytes", "comm_bytes": "wire bytes",
+           "compute_s": "compute time", "memory_s": "memory time", "comm_s": "comm time", "mfu": "MFU",
+           "count": "ops", "bound": "bound", "new": "wire bytes"}
+
+
+def dims_of(shape: Any) -> str:
+    """A shape's dimensions without element types or layout: ``f32[32,128]{1,0}`` -> ``[32,128]``,
+    ``(f32[8]{0}, s32[])`` -> ``([8],[])``. Accepts a ``Shape`` or its text; ``""`` for None/NaN/""."""
+    if shape is None or (isinstance(shape, float) and shape != shape):
+        return ""
+    text = str(shape)
+    while "{" in text:
+        stripped = _LAYOUT_RE.sub("", text)
+        if stripped == text:
+            break
+        text = stripped
+    return _DTYPE_RE.sub("[", text).replace(" ", "")
+
+
+def identity(opcode: str, op_name: str, shape: Any) -> tuple[str, str, str]:
+    """An op's identity across compiles: ``(opcode, op_name, dims_of(shape))``."""
+    return (opcode or "", op_name or "", dims_of(shape))
+
+
+def _unit(name: str) -> str:
+    if name.endswith("_s"):
+        return "s"
+    if "bytes" in name or name == "new":
+        return "B"
+    if name == "flops":
+        return "FLOP"
+    return ""
+
+
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _num(value: Any) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def _is_collective(opcode: str, comm_kind: str) -> bool:
+    return bool(comm_kind) and not opcode.endswith("-done")
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Findings and verdicts
+# --------------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One rule broken (a regression) or its mirror passed (an improvement).
+
+    Attributes:
+        rule: the rule's text (``roofline_s:+5%``).
+        scope: ``module``, ``collective`` or ``op``.
+        module: the module (``a -> b`` when the names differ).
+        subject: ``total`` (module scope), the collective kind, or the op's label (``opcode op_name dims``).
+        field: the field; ``new`` for a collective op or kind that A lacks (``new`` is its wire bytes).
+        old, new: A's and B's values (numbers, or bound class names).
+        note: what else to say (``new collective kind, 1 op``, ``not known on both sides``).
+    """
+
+    rule: str
+    scope: str
+    module: str
+    subject: str
+    field: str
+    old: Any
+    new: Any
+    note: str = ""
+
+    @property
+    def unit(self) -> str:
+        return _unit(self.field)
+
+    @property
+    def metric(self) -> str:
+        """The field for people: ``roofline time``, ``HBM bytes``, ``wire bytes``, ``ops``, ``bound``."""
+        return _LABELS.get(self.field, self.field)
+
+    @property
+    def change(self) -> str:
+        """``+12.5%``, ``memory -> communication``, ``2 -> 3 ops``, ``new``."""
+        if self.field == "bound":
+            return f"{self.old} -> {self.new}"
+        if self.field == "new":
+            return "new"
+        if self.field == "count":
+            return f"{_count(self.old)} -> {_count(self.new)} ops"
+        if self.field == "mfu":
+            return f"{self.old:.1%} -> {self.new:.1%}" if not (_missing(self.old) or _missing(self.new)) else "-"
+        return _change(self.old, self.new)
+
+    def shown(self, value: Any) -> str:
+        if self.field == "bound":
+            return str(value) if value else "-"
+        if self.field == "count":
+            return _count(value)
+        if self.field == "mfu":
+            return "-" if _missing(value) else f"{value:.1%}"
+        return quantity(value, self.unit)
+
+    def line(self) -> str:
+        """One line: ``RULE: module: subject: metric A -> B (change)``."""
+        where = self.module + (f": {self.subject}" if self.subject != "total" else "")
+        if self.note == "not known on both sides":
+            return f"{self.rule}: {where}: {self.field} is not known on both sides"
+        if self.field == "new":
+            return f"{self.rule}: {where}: {self.note} ({quantity(self.new, 'B')} on the wire)"
+        text = f"{self.rule}: {where}: {self.field} {self.shown(self.old)} -> {self.shown(self.new)} ({self.change})"
+        return text + (f" ({self.note})" if self.note else "")
+
+
+def _count(value: Any) -> str:
+    return "-" if _missing(value) else f"{value:g}"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What rules say about a ``Diff``: regressions (rules broken), improvements (their mirrors) and notes.
+
+    ``bool(verdict)`` is ``verdict.regressed``.
+    """
+
+    rules: tuple[Rule, ...]
+    regressions: tuple[Finding, ...]
+    improvements: tuple[Finding, ...]
+    notes: tuple[str, ...]
+    chip: str = ""
+
+    @property
+    def regressed(self) -> bool:
+        return bool(self.regressions)
+
+    @property
+    def improved(self) -> bool:
+        return bool(self.improvements) and not self.regressions
+
+    def __bool__(self) -> bool:
+        return self.regressed
+
+    def lines(self) -> list[str]:
+        """The rules broken, one line each (``Finding.line``); [] when none."""
+        return [f.line() for f in self.regressions]
+
+    def format(self, against: str | None = None, limit: int = 20) -> str:
+        """The failure message: a headline and a table of what regressed (at most ``limit`` rows), then
+        improvements and notes, if any."""
+        n = len(self.regressions)
+        where = f" against {against}" if against else ""
+        lines = [f"{n} roofline regression{'s' if n != 1 else ''}{where} (chip {self.chip}, {describe(self.rules)}):"]
+        if self.regressions:
+            lines += _table(self.regressions, limit)
+        if self.improvements:
+            lines.append(f"improved ({len(self.improvements)}):")
+            lines += _table(self.improvements, limit)
+        for note in self.notes[:limit // 2]:
+            lines.append(f"note: {note}")
+        if len(self.notes) > limit // 2:
+            lines.append(f"note: ... and {len(self.notes) - limit // 2} more")
+        return "\n".join(lines)
+
+
+def _table(findings: Iterable[Finding], limit: int) -> list[str]:
+    findings = list(findings)
+    modules = {f.module for f in findings}
+    rows = [("what", "metric", "baseline", "now", "change")]
+    for f in findings[:limit]:
+        what = f.subject if len(modules) == 1 or f.scope != "module" else f.module
+        change = f.change + (f" ({f.note})" if f.note else "")
+        rows.append((what, f.metric, f.shown(f.old) if f.field != "new" else "-", f.shown(f.new), change))
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    out = ["  " + "  ".join(c.ljust(w) for c, w in zip(r[:4], widths)) + "  " + r[4] for r in rows]
+    if len(findings) > limit:
+        out.append(f"  ... and {len(findings) - limit} more")
+    return out
+
+
+# --------------------------------------------------------------------------------------------------------------
+# The diff
+# --------------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Diff:
+    """Result of ``compare`` (and of ``hloscope.diff``).
+
+    Attributes:
+        a_label, b_label: where A and B came from.
+        ops: one row per op pair or unpaired op (``OP_DIFF_COLUMNS``): ``module``, ``op_name``, ``opcode``,
+            ``dims``, ``category``, ``instruction_a``/``_b``, ``shape_a``/``_b``, ``dtype_a``/``_b``,
+            ``bound_a``/``_b``, ``comm_kind``, per field of ``OP_FIELDS`` ``_a``, ``_b``, ``_delta``, ``_rel``,
+            ``time_a``/``_b``/``_delta``, ``reshaped``, ``bound_changed``, ``significant`` (A's op is compared
+            by ``op.*`` rules) and ``status`` (``unchanged``, ``slower``, ``faster``, ``changed`` (work moved,
+            time not), ``appeared``, ``vanished``). Sorted by ``|time_delta|``, largest first.
+        modules: one row per module pair (``MODULE_DIFF_COLUMNS``): ``module_a``, ``module_b`` (``""`` on the
+            side that lacks it), ``status`` (``paired``, ``appeared``, ``vanished``) and per field of
+            ``MODULE_FIELDS`` ``_a``, ``_b``, ``_delta``, ``_rel``.
+        collectives: one row per module and collective kind (``COLLECTIVE_DIFF_COLUMNS``): number of ops and
+            wire bytes on each side.
+        chip: the chip both sides were scored against.
+        notes: modules on one side only, and other caveats.
+        significant: the share of A's roofline time from which an op is ``significant``.
+        rules: the rules of ``verdict``.
+    """
+
+    a_label: str
+    b_label: str
+    ops: pd.DataFrame
+    modules: pd.DataFrame
+    collectives: pd.DataFrame
+    chip: ChipSpec
+    notes: list[str] = field(default_factory=list)
+    significant: float = DEFAULT_SIGNIFICANT
+    rules: tuple[Rule, ...] = ()
+
+    @property
+    def changed(self) -> bool:
+        """Whether any op or module differs."""
+        return bool((self.ops["status"] != "unchanged").any()) or bool((self.modules["status"] != "paired").any())
+
+    def total(self, name: str) -> tuple[float, float]:
+        """``(A, B)``: a module field summed over the modules (NaNs skipped)."""
+        return (float(self.modules[f"{name}_a"].sum()), float(self.modules[f"{name}_b"].sum()))
+
+    @property
+    def roofline_change(self) -> float:
+        """Relative change of the total roofline time (0.25 = 25% slower); NaN when A's is 0 and B's is not."""
+        old, new = self.total("roofline_s")
+        if abs(new - old) <= SAME * max(abs(old), abs(new)):
+            return 0.0
+        return (new - old) / old if old else math.nan
+
+    @property
+    def verdict(self) -> Verdict:
+        """``check(self.rules)``."""
+        return self.check(self.rules)
+
+    def check(self, rules: RuleSpec) -> Verdict:
+        """Apply rules: a tolerance (``0.05``: ``rules.default_rules``), rule text (``"roofline_s:+5%,flops:+0"``)
+        or a list of rules / rule texts.
+
+        A rule on a field one side lacks (``measured_s`` of a static report) is broken, never skipped silently.
+        A change within ``SAME`` (relative) breaks no rule, so ``flops:+0`` fails only on a real increase.
+
+        Raises:
+            hloscope.errors.ConfigError: a rule that does not parse.
+        """
+        return _verdict(self, resolve(rules))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON document (schema ``hloscope.diff/2``): ``schema``, ``a``, ``b`` (labels), ``chip`` (id),
+        ``summary`` (status -> number of ops), ``modules``, ``collectives`` and ``ops`` (rows of the DataFrames;
+        NaN as None), ``notes``."""
+        counts = self.ops["status"].value_counts().to_dict()
+        return {"schema": SCHEMA, "a": self.a_label, "b": self.b_label, "chip": self.chip.id,
+                "summary": {str(k): int(v) for k, v in counts.items()}, "modules": _records(self.modules),
+                "collectives": _records(self.collectives), "ops": _records(self.ops), "notes": list(self.notes)}
+
+    def to_json(self, indent: int | None = 1) -> str:
+        """The diff as JSON (``to_dict``; NaN as null)."""
+        return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
+
+
+def _records(df: pd.DataFrame) -> list[dict[str, Any]]:
+    from hloscope.result.report import _records as records  # NaN -> None, numpy scalars -> Python
+
+    return records(df)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# compare
+# --------------------------------------------------------------------------------------------------------------
+
+_OP_TEXT = ("instruction", "opcode", "op_name", "shape", "category", "dtype", "bound", "comm_kind")
+
+
+def _op_records(ops: pd.DataFrame) -> list[dict[str, Any]]:
+    """The rows of one module's ops as dicts with clean text and float fields, keyed for pairing, sorted by
+    roofline time then FLOPs (largest first, NaN last)."""
+    cols = [c for c in (*_OP_TEXT, *OP_FIELDS) if c in ops.columns]
+    out = []
+    for rec in ops[cols].to_dict(orient="records"):
+        r = {c: _text(rec.get(c)) for c in _OP_TEXT}
+        for f in OP_FIELDS:
+            r[f] = _num(rec.get(f, math.nan))
+        if r["category"] == "unjoined":  # a trace op's only identity is its name
+            r["op_name"], r["opcode"], r["shape"] = r["instruction"], "", ""
+        r["dims"] = dims_of(r["shape"])
+        out.append(r)
+
+    def order(r: dict[str, Any]) -> tuple[bool, float, bool, float]:
+        t, f = r["roofline_s"], r["flops"]
+        return (t != t, -t if t == t else 0.0, f != f, -f if f == f else 0.0)
+
+    out.sort(key=order)
+    return out
+
+
+def _pair(a: list[dict[str, Any]], b: list[dict[str, Any]], key: Any) -> tuple[list[tuple[dict, dict]], list[dict],
+                                                                                list[dict]]:
+    """Pair rows with equal ``key(row)`` in order (k-th with k-th); return the pairs and the leftovers (in
+    order)."""
+    queues: dict[Any, list[int]] = defaultdict(list)
+    for i, r in enumerate(b):
+        queues[key(r)].append(i)
+    heads: dict[Any, int] = defaultdict(int)
+    used = set()
+    pairs, rest_a = [], []
+    for r in a:
+        k = key(r)
+        q = queues.get(k)
+        if q is not None and heads[k] < len(q):
+            j = q[heads[k]]
+            heads[k] += 1
+            used.add(j)
+            pairs.append((r, b[j]))
+        else:
+            rest_a.append(r)
+    return pairs, rest_a, [r for i, r in enumerate(b) if i not in used]
+
+
+def _full_key(r: dict[str, Any]) -> tuple[str, str, str]:
+    return (r["opcode"], r["op_name"], r["dims"])
+
+
+def _loose_key(r: dict[str, Any]) -> tuple[str, str]:
+    return (r["opcode"], r["op_name"])
+
+
+def _op_row(module: str, ra: dict | None, rb: dict | None, both_measured: bool, threshold: float) -> dict[str, Any]:
+    ref = rb if rb is not None else ra
+    assert ref is not None
+    out: dict[str, Any] = {
+        "module": module, "op_name": ref["op_name"], "opcode": ref["opcode"], "dims": ref["dims"],
+        "category": ref["category"],
+        "instruction_a": ra["instruction"] if ra else "", "instruction_b": rb["instruction"] if rb else "",
+        "shape_a": ra["shape"] if ra else "", "shape_b": rb["shape"] if rb else "",
+        "dtype_a": ra["dtype"] if ra else "", "dtype_b": rb["dtype"] if rb else "",
+        "bound_a": ra["bound"] if ra else "", "bound_b": rb["bound"] if rb else "",
+        "comm_kind": ref["comm_kind"] or (ra["comm_kind"] if ra else ""),
+    }
+    moved = False
+    for f in OP_FIELDS:
+        va = ra[f] if ra is not None else 0.0
+        vb = rb[f] if rb is not None else 0.0
+        delta = vb - va
+        out[f"{f}_a"], out[f"{f}_b"], out[f"{f}_delta"] = va, vb, delta
+        out[f"{f}_rel"] = delta / va if va else math.nan
+        if not (math.isnan(delta) or abs(delta) <= SAME * max(abs(va), abs(vb))):
+            moved = True
+    time_key = "measured_s" if both_measured else "roofline_s"
+    ta = ra[time_key] if ra is not None else 0.0
+    tb = rb[time_key] if rb is not None else 0.0
+    out["time_a"], out["time_b"], out["time_delta"] = ta, tb, tb - ta
+    out["reshaped"] = ra is not None and rb is not None and ra["dims"] != rb["dims"]
+    out["bound_changed"] = ra is not None and rb is not None and ra["bound"] != rb["bound"]
+    out["significant"] = ra is not None and (
+        _is_collective(ra["opcode"], ra["comm_kind"]) or (ra["roofline_s"] > 0 and ra["roofline_s"] >= threshold))
+    if ra is None:
+        status = "appeared"
+    elif rb is None:
+        status = "vanished"
+    elif not moved and not out["reshaped"] and not out["bound_changed"]:
+        status = "unchanged"
+    elif not math.isnan(tb - ta) and abs(tb - ta) > SAME * max(abs(ta), abs(tb)):
+        status = "slower" if tb > ta else "faster"
+    else:
+        status = "changed"
+    out["status"] = status
+    return out
+
+
+def _module_pairs(a: Report, b: Report) -> list[tuple[str, str]]:
+    names_a, names_b = [str(n) for n in a.modules["name"]], [str(n) for n in b.modules["name"]]
+    if len(names_a) == 1 and len(names_b) == 1:
+        return [(names_a[0], names_b[0])]
+    in_b = set(names_b)
+    return [(n, n) for n in names_a if n in in_b]
+
+
+def _module_row(ma: str, mb: str, rows_a: dict[str, dict], rows_b: dict[str, dict]) -> dict[str, Any]:
+    ra, rb = rows_a.get(ma), rows_b.get(mb)
+    status = "paired" if ra is not None and rb is not None else ("appeared" if ra is None else "vanished")
+    out: dict[str, Any] = {"module_a": ma if ra is not None else "", "module_b": mb if rb is not None else "",
+                           "status": status}
+    for f in MODULE_FIELDS:
+        va = _num(ra.get(f)) if ra is not None else math.nan
+        vb = _num(rb.get(f)) if rb is not None else math.nan
+        if f != "mfu":  # a module one side lacks costs nothing there (unless nothing is known of the field)
+            if ra is None and not _missing(vb):
+                va = 0.0
+            if rb is None and not _missing(va):
+                vb = 0.0
+        out[f"{f}_a"], out[f"{f}_b"], out[f"{f}_delta"] = va, vb, vb - va
+        out[f"{f}_rel"] = (vb - va) / va if va else math.nan
+    return out
+
+
+def _collective_rows(module: str, ops_a: list[dict], ops_b: list[dict]) -> list[dict[str, Any]]:
+    stats: dict[str, list[float]] = {}
+    for side, ops in ((0, ops_a), (1, ops_b)):
+        for r in ops:
+            if _is_collective(r["opcode"], r["comm_kind"]):
+                s = stats.setdefault(r["comm_kind"], [0, 0, 0.0, 0.0])
+                s[side] += 1
+                s[2 + side] += 0.0 if math.isnan(r["comm_bytes"]) else r["comm_bytes"]
+    rows = []
+    for kind in sorted(stats):
+        na, nb, wa, wb = stats[kind]
+        rows.append({"module": module, "comm_kind": kind, "count_a": na, "count_b": nb, "comm_bytes_a": wa,
+                     "comm_bytes_b": wb, "comm_bytes_delta": wb - wa, "comm_bytes_rel": (wb - wa) / wa if wa else math.nan})
+    return rows
+
+
+def compare(a: Report, b: Report, *, a_label: str = "A", b_label: str = "B",
+            significant: float = DEFAULT_SIGNIFICANT, rules: RuleSpec = ()) -> Diff:
+    """Compare report B against report A (matching in the module docstring).
+
+    Args:
+        a, b: the reports (anything with the report's ``ops``, ``modules`` and ``chip``).
+        a_label, b_label: where they came from, for messages.
+        significant: share of A's total roofline time from which an op is compared by ``op.*`` rules.
+        rules: the rules of ``Diff.verdict`` (a tolerance, rule text or rules; see ``Diff.check``).
+
+    Raises:
+        hloscope.errors.ComparisonError: the reports were scored against different chips, or share no module
+            (and do not each have exactly one).
+        hloscope.errors.ConfigError: a rule that does not parse.
+    """
+    import pandas as pd
+
+    from hloscope.errors import ComparisonError
+
+    parsed = resolve(rules)
+    if a.chip.id != b.chip.id:
+        raise ComparisonError(f"{a_label} was scored against {a.chip.id!r} and {b_label} against {b.chip.id!r}: "
+                              "score both against one chip (--chip)")
+    pairs = _module_pairs(a, b)
+    if not pairs:
+        raise ComparisonError(f"no module of {a_label} ({', '.join(map(str, a.modules['name'])) or 'none'}) is in "
+                              f"{b_label} ({', '.join(map(str, b.modules['name'])) or 'none'}) and neither side has "
+                              "exactly one")
+    paired_a, paired_b = {p[0] for p in pairs}, {p[1] for p in pairs}
+    only_a = [str(n) for n in a.modules["name"] if str(n) not in paired_a]
+    only_b = [str(n) for n in b.modules["name"] if str(n) not in paired_b]
+    notes = []
+    if only_a:
+        notes.append(f"modules only in {a_label} (vanished): {', '.join(only_a)}")
+    if only_b:
+        notes.append(f"modules only in {b_label} (appeared): {', '.join(only_b)}")
+    rows_a = {str(r["name"]): r for r in a.modules.to_dict(orient="records")}
+    rows_b = {str(r["name"]): r for r in b.modules.to_dict(orient="records")}
+    total_a = float(pd.to_numeric(a.modules["roofline_s"], errors="coerce").fillna(0).sum())
+    threshold = significant * total_a
+    ops_a_by_module = {str(k): g for k, g in a.ops.groupby("module", sort=False)} if len(a.ops) else {}
+    ops_b_by_module = {str(k): g for k, g in b.ops.groupby("module", sort=False)} if len(b.ops) else {}
+    empty = a.ops.iloc[0:0]
+
+    op_rows: list[dict[str, Any]] = []
+    module_rows: list[dict[str, Any]] = []
+    collective_rows: list[dict[str, Any]] = []
+    every = [*pairs, *((m, "") for m in only_a), *(("", m) for m in only_b)]
+    for ma, mb in every:
+        oa = _op_records(ops_a_by_module.get(ma, empty)) if ma else []
+        ob = _op_records(ops_b_by_module.get(mb, empty)) if mb else []
+        name = mb or ma
+        both_measured = any(not math.isnan(r["measured_s"]) for r in oa) and \
+            any(not math.isnan(r["measured_s"]) for r in ob)
+        exact, left_a, left_b = _pair(oa, ob, _full_key)
+        loose, left_a, left_b = _pair(left_a, left_b, _loose_key)
+        for ra, rb in exact + loose:
+            op_rows.append(_op_row(name, ra, rb, both_measured, threshold))
+        op_rows.extend(_op_row(name, ra, None, both_measured, threshold) for ra in left_a)
+        op_rows.extend(_op_row(name, None, rb, both_measured, threshold) for rb in left_b)
+        module_rows.append(_module_row(ma, mb, rows_a, rows_b))
+        collective_rows.extend(_collective_rows(name, oa, ob))
+    ops = pd.DataFrame(op_rows, columns=OP_DIFF_COLUMNS)
+    if len(ops):
+        ops = ops.reindex(ops["time_delta"].abs().sort_values(ascending=False, kind="stable").index)
+    ops = ops.reset_index(drop=True)
+    return Diff(a_label, b_label, ops, pd.DataFrame(module_rows, columns=MODULE_DIFF_COLUMNS),
+                pd.DataFrame(collective_rows, columns=COLLECTIVE_DIFF_COLUMNS), a.chip, notes, significant, parsed)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# The verdict
+# --------------------------------------------------------------------------------------------------------------
+
+
+def _judge(rule: Rule, a: float, b: float) -> int:
+    """+1 broken, -1 improved (past the threshold the other way), 0 neither."""
+    if abs(b - a) <= SAME * max(abs(a), abs(b)):
+        return 0
+    if rule.relative:
+        change = (b - a) / a if a else (math.inf if b > a else -math.inf)
+        margin = rule.threshold + SAME
+    else:
+        change = b - a
+        margin = rule.threshold + SAME * max(abs(a), abs(b))
+    signed = change * rule.direction
+    if signed > margin:
+        return 1
+    if signed < -margin:
+        return -1
+    return 0
+
+
+def _short(text: str, width: int) -> str:
+    return text if len(text) <= width else text[:width - 4] + "...)"
+
+
+def _op_label(r: dict[str, Any]) -> str:
+    """``opcode op_name dims`` for messages (op_name elided in the middle past 60 characters, long tuple dims
+    cut); ``dimsA->dimsB`` for a reshaped pair, `` dtypeA->dtypeB`` when the element type changed."""
+    name = r["op_name"] or "(no op_name)"
+    if len(name) > 60:
+        name = name[:20] + "..." + name[-37:]
+    dims = _short(r["dims"], 40)
+    if r["status"] not in ("appeared", "vanished") and r["reshaped"]:
+        dims = f"{_short(dims_of(r['shape_a']), 28)}->{_short(dims_of(r['shape_b']), 28)}"
+    label = " ".join(p for p in (r["opcode"], name, dims) if p)
+    if r["dtype_a"] and r["dtype_b"] and r["dtype_a"] != r["dtype_b"]:
+        label += f" {r['dtype_a']}->{r['dtype_b']}"
+    return label
+
+
+def _verdict(d: Diff, rules: tuple[Rule, ...]) -> Verdict:
+    reg: list[Finding] = []
+    imp: list[Finding] = []
+    notes: list[str] = list(d.notes)
+    modules = d.modules.to_dict(orient="records")
+    collectives = d.collectives.to_dict(orient="records")
+    ops = d.ops.to_dict(orient="records")
+
+    def where(m: dict[str, Any]) -> str:
+        a, b = m["module_a"], m["module_b"]
+        return a if a == b or not b else (b if not a else f"{a} -> {b}")
+
+    def add(rule: Rule, outcome: int, finding: Finding) -> None:
+        if outcome > 0:
+            reg.append(finding)
+        elif outcome < 0:
+            imp.append(finding)
+
+    # Module totals.
+    for rule in (r for r in rules if r.scope == "module"):
+        for m in modules:
+            a, b = m[f"{rule.field}_a"], m[f"{rule.field}_b"]
+            if _missing(a) or _missing(b):
+                reg.append(Finding(rule.text, "module", where(m), "total", rule.field, a, b, "not known on both sides"))
+                continue
+            add(rule, _judge(rule, a, b), Finding(rule.text, "module", where(m), "total", rule.field, a, b))
+
+    # Collective kinds; a kind new to B (or gone from it) is said once, by the count rule when there is one.
+    reported: set[tuple[str, str]] = set()
+    grown: set[tuple[str, str]] = set()
+    count_rules = [r for r in rules if r.scope == "collective" and r.field == "count"]
+    for rule in count_rules + [r for r in rules if r.scope == "collective" and r.field != "count"]:
+        for c in collectives:
+            key = (c["module"], c["comm_kind"])
+            a, b = c[f"{rule.field}_a"], c[f"{rule.field}_b"]
+            if rule.field != "count" and key in reported:
+                continue
+            outcome = _judge(rule, a, b)
+            if rule.field == "count" and c["count_a"] == 0 and outcome > 0:
+                n = int(c["count_b"])
+                f = Finding(rule.text, "collective", c["module"], c["comm_kind"], "new", None, c["comm_bytes_b"],
+                            f"new collective kind, {n} op{'s' if n != 1 else ''}")
+                reported.add(key)
+            elif rule.field == "count" and c["count_b"] == 0 and outcome < 0:
+                f = Finding(rule.text, "collective", c["module"], c["comm_kind"], "count", a, b)
+                reported.add(key)
+            else:
+                f = Finding(rule.text, "collective", c["module"], c["comm_kind"], rule.field, a, b,
+                            "new collective" if rule.field == "count" and outcome > 0 else "")
+            if rule.field == "count" and outcome > 0:
+                grown.add(key)
+            add(rule, outcome, f)
+    # Name the collective ops behind a new kind or a higher count: those A does not have.
+    for r in ops:
+        if r["status"] == "appeared" and _is_collective(r["opcode"], r["comm_kind"]):
+            label = _op_label(r)
+            if (r["module"], r["comm_kind"]) in grown:
+                rule = next(x.text for x in count_rules)
+                reg.append(Finding(rule, "collective", r["module"], label, "new", None, r["comm_bytes_b"],
+                                   f"new {r['comm_kind']}"))
+            else:
+                notes.append(f"new collective op: {label} ({quantity(r['comm_bytes_b'], 'B')} on the wire; its "
+                             "kind's count is unchanged)")
+
+    # Significant ops of A whose identity B has (a reshaped pair is another identity: its cost is in the totals).
+    op_found: list[tuple[int, Finding]] = []
+    same = [r for r in ops if r["significant"] and r["status"] not in ("appeared", "vanished") and not r["reshaped"]]
+    for rule in (r for r in rules if r.scope == "op"):
+        if rule.field in ("roofline_s", "measured_s", "flops", "bytes_accessed", "comm_bytes", "count"):
+            for m in modules:
+                name = m["module_b"] or m["module_a"]
+                mine = [r for r in same if r["module"] == name]
+                if mine and (all(_missing(r[f"{rule.field}_a"]) for r in mine)
+                             or all(_missing(r[f"{rule.field}_b"]) for r in mine)) and m["status"] == "paired":
+                    reg.append(Finding(rule.text, "op", where(m), "total", rule.field, math.nan, math.nan,
+                                       "not known on both sides"))
+        for r in same:
+            if rule.field == "bound":
+                ra, rb = BOUND_RANK.get(r["bound_a"]), BOUND_RANK.get(r["bound_b"])
+                if ra is None or rb is None:
+                    continue
+                outcome = _judge(rule, float(ra), float(rb))
+                finding = Finding(rule.text, "op", r["module"], _op_label(r), "bound", r["bound_a"], r["bound_b"])
+                op_found.append((outcome, finding))
+                continue
+            a, b = r[f"{rule.field}_a"], r[f"{rule.field}_b"]
+            if _missing(a) or _missing(b):
+                continue
+            op_found.append((_judge(rule, a, b), Finding(rule.text, "op", r["module"], _op_label(r), rule.field, a, b)))
+
+    def size(f: Finding) -> float:
+        if f.field == "bound":
+            return math.inf
+        return abs(f.new - f.old) if isinstance(f.old, (int, float)) and isinstance(f.new, (int, float)) else 0.0
+
+    for outcome, f in sorted(op_found, key=lambda x: size(x[1]), reverse=True):
+        if outcome > 0:
+            reg.append(f)
+        elif outcome < 0:
+            imp.append(f)
+
+    # Notes: significant ops reshaped or gone, new significant ops (their cost shows in the totals).
+    total_b = float(d.modules["roofline_s_b"].fillna(0).sum()) if len(d.modules) else 0.0
+    for r in ops:
+        if r["reshaped"] and r["significant"] and r["status"] not in ("appeared", "vanished"):
+            notes.append(f"reshaped: {_op_label(r)} ({quantity(r['roofline_s_a'], 's')} -> "
+                         f"{quantity(r['roofline_s_b'], 's')}, {r['bound_a']}-bound"
+                         + (f" -> {r['bound_b']}-bound)" if r["bound_a"] != r["bound_b"] else ")"))
+        elif r["status"] == "vanished" and r["significant"]:
+            notes.append(f"op gone: {_op_label(r)} (was {quantity(r['roofline_s_a'], 's')}, {r['bound_a']}-bound)")
+        elif r["status"] == "appeared" and not r["comm_kind"] and r["roofline_s_b"] > 0 \
+                and r["roofline_s_b"] >= d.significant * total_b:
+            notes.append(f"new op: {_op_label(r)} {r['dtype_b']} ({quantity(r['roofline_s_b'], 's')}, "
+                         f"{r['bound_b']}-bound)")
+    return Verdict(rules, tuple(reg), tuple(imp), tuple(notes), d.chip.id)

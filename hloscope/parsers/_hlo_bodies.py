@@ -1,0 +1,252 @@
+"""Whole bodies read in one pass: the rows of ``block_rows`` checked in bulk and kept (``LazyBody``), or built.
+
+``_hlo_text._Parser._block`` reads a body XLA printed, one instruction a line, with ``block_rows``. A long body
+is checked as a whole by ``_lazy_body`` -- unique names, one root, shapes, parameter numbers, operands naming
+instructions of the body, called computations as plain names -- with a few passes in C over the columns of its
+rows, and kept as a ``LazyBody``: the computation answers for its names, opcodes, shapes and operands from those
+columns, and builds its ``HloInstruction`` objects on first use. Any other body is built at once, one short
+step per row (``_rows``).
+"""
+
+from __future__ import annotations
+
+from itertools import chain, compress, repeat
+from operator import itemgetter
+from typing import Iterable, Sequence
+
+from hloscope.hlo import HloInstruction, Shape
+from hloscope._gc import paused_gc
+from hloscope.parsers import _hlo_re as r
+from hloscope.parsers._hlo_attrs import ASYNC_FORMS, KNOWN_OPCODES
+from hloscope.parsers._hlo_instruction import CALL_KEY_HINT, NO_CALLS, InstructionReader
+from hloscope.parsers._hlo_lexer import operand_list
+
+_SIGIL_FINDALL = r.SIGIL_NAME.findall
+_G0, _G1, _G2, _G3, _G4, _G5, _G6 = (itemgetter(i) for i in range(7))
+#: Known opcodes whose operand list names instructions (a parameter's holds its number, a constant's its value).
+_NAMES_OPERANDS = KNOWN_OPCODES - {"parameter", "constant"}
+
+
+class BodyReader(InstructionReader):
+    """The checks of a whole body in bulk (``_lazy_body``), and the building of its rows (``_rows``)."""
+
+    __slots__ = ()
+
+    def _lazy_body(self, matches: list[tuple[str, ...]], lineno: int) -> LazyBody | None:
+        """Check a body read by ``_block`` without building its instructions: everything ``_rows`` and
+        ``_finish`` would check of it (one instruction a line, unique names, one root, shapes, parameter
+        numbers, operands naming instructions of the body, called computations as plain names), each over the
+        whole body at once. Returns the ``LazyBody`` that builds the instructions on first use, or None when a
+        check fails or the body needs a closer look: the instructions are then built at once (``_rows``), and
+        any error is reported from there."""
+        n = len(matches)
+        names = tuple(map(_G2, matches))
+        name_set = set(names)
+        if len(name_set) != n:
+            return None
+        marks = list(map(_G0, matches))
+        roots = n - marks.count("")
+        if roots > 1:
+            return None
+        root = names[marks.index("ROOT ")] if roots else names[-1]
+        shapes = self.shapes
+        shape_texts = list(map(_G3, matches))
+        for text in set(shape_texts).difference(shapes):
+            try:
+                shapes[text] = r.parse_shape(text)
+            except ValueError:
+                return None
+        opcodes = tuple(map(_G4, matches))
+        opcode_set = set(opcodes)
+        unknown = opcode_set.difference(KNOWN_OPCODES)
+        parameter_index: dict[int, int] = {}
+        if "parameter" in opcode_set:
+            selected = list(map("parameter".__eq__, opcodes))
+            try:
+                numbers = list(map(int, map(_G5, compress(matches, selected))))
+            except ValueError:
+                return None
+            parameter_index = dict(zip(numbers, compress(range(n), selected)))
+            if len(parameter_index) != len(numbers):
+                return None  # a number taken twice: left to the checks of the instructions built at once
+        rests = list(map(_G6, matches))
+        sigils = list(map(_G1, matches))
+        if "" in sigils:  # a name printed without '%': its called computations are found by key (as in _rows)
+            hint = CALL_KEY_HINT.search
+            calling = [i for i, (sigil, rest) in enumerate(zip(sigils, rests))
+                       if rest and (("=%" in rest or "={%" in rest) if sigil else hint(rest))]
+        else:  # (most attribute texts hold no '%' at all: found in C)
+            calling = [i for i in compress(range(n), map(str.__contains__, rests, repeat("%")))
+                       if "=%" in rests[i] or "={%" in rests[i]]
+        called = {}
+        for i in calling:
+            c = self._called(rests[i], lineno + i)
+            if c is None:
+                return None  # a computation written in place
+            if c:
+                called[i] = c
+        used = _used_names(matches, opcodes, unknown)
+        if not name_set.issuperset(used):
+            return None
+        if unknown:
+            self.unknown_opcodes.update(unknown.difference(ASYNC_FORMS))
+        return LazyBody(self, matches, lineno, names, opcodes, tuple(map(shapes.__getitem__, shape_texts)),
+                         parameter_index, called, used, root)
+
+    def _rows(self, matches: list[tuple[str, ...]], lineno: int,
+              called_at: dict[int, dict[str, tuple[str, ...]]] | None = None
+              ) -> tuple[list[HloInstruction], str, list[HloInstruction]] | None:
+        """Build the instructions of ``block_rows`` rows (one a line, the first on line
+        ``lineno``); return them, the root's name (``""`` when no ROOT) and the parameters. None when a row needs
+        the line-by-line loop. ``called_at``: the called computations of the rows that call any, by row index,
+        when ``_lazy_body`` read them already."""
+        shapes = self.shapes
+        known = KNOWN_OPCODES
+        findall = _SIGIL_FINDALL
+        new = HloInstruction
+        operands_of = operand_list
+        no_calls = NO_CALLS
+        out: list[HloInstruction] = []
+        append = out.append
+        params: list[HloInstruction] = []
+        root = ""
+        ln = lineno
+        # The rows come from ``block_rows``: no line ends with a value left open (`calls={`, `condition=`: the
+        # body of a computation written in place) and none holds a second ` = ` (a second instruction on the
+        # line); such bodies went to the line-by-line loop. (Braces left unbalanced otherwise, like quotes
+        # paired across lines, are caught when the attributes are decoded; XLA never prints them.)
+        for is_root, sigil, name, shape_text, opcode, operand_text, rest in matches:
+            called = no_calls
+            if rest and (("%" in rest and ("=%" in rest or "={%" in rest)) if sigil else CALL_KEY_HINT.search(rest)):
+                called = self._called(rest, ln) if called_at is None else called_at.get(ln - lineno, no_calls)
+                if called is None:
+                    return None
+            shape = shapes.get(shape_text)
+            if shape is None:
+                try:
+                    shape = shapes[shape_text] = r.parse_shape(shape_text)
+                except ValueError:
+                    return None
+            if opcode in known:
+                if operand_text[:1] == "%":
+                    if "/" in operand_text:
+                        operands = tuple(findall(operand_text))
+                        if len(operands) != operand_text.count(", ") + 1:
+                            operands = operands_of(operand_text)
+                    else:
+                        operands = tuple(operand_text[1:].split(", %"))
+                        if len(operands) != operand_text.count(",") + 1:  # a comma left inside an operand:
+                            operands = operands_of(operand_text)  # `%a,%b`, `%a, b`, operand shapes
+                    inst = new(name, opcode, shape, operands, called, is_root != "", ln, "", -1, rest, self)
+                elif opcode == "parameter":
+                    try:
+                        number = int(operand_text)
+                    except ValueError:
+                        return None
+                    inst = new(name, opcode, shape, (), called, is_root != "", ln, "", number, rest, self)
+                    params.append(inst)
+                elif opcode == "constant":
+                    inst = new(name, opcode, shape, (), called, is_root != "", ln, operand_text, -1, rest, self)
+                else:
+                    inst = new(name, opcode, shape, operands_of(operand_text) if operand_text else (), called,
+                               is_root != "", ln, "", -1, rest, self)
+            else:
+                if opcode not in ASYNC_FORMS:
+                    self.unknown_opcodes.add(opcode)
+                inst = new(name, opcode, shape, operands_of(operand_text) if operand_text else (), called,
+                           is_root != "", ln, "", -1, rest, self)
+            if is_root:
+                if root:
+                    return None
+                root = name
+            append(inst)
+            ln += 1
+        return out, root, params
+
+
+class LazyBody:
+    """``hlo.InstructionSource`` of a body that ``BodyReader._lazy_body`` checked: its ``block_rows`` rows
+    and the columns made from them; the instructions are built from the rows on first use."""
+
+    __slots__ = ("parser", "rows", "line", "names", "opcodes", "shapes", "parameter_index", "called", "used",
+                 "root")
+
+    def __init__(self, parser: BodyReader, rows: list[tuple[str, ...]], line: int, names: tuple[str, ...],
+                 opcodes: tuple[str, ...], shapes: tuple[Shape, ...], parameter_index: dict[int, int],
+                 called: dict[int, dict[str, tuple[str, ...]]], used: list[str], root: str) -> None:
+        self.parser = parser
+        self.rows = rows
+        self.line = line
+        self.names = names
+        self.opcodes = opcodes
+        self.shapes = shapes
+        self.parameter_index = parameter_index
+        #: instruction index -> called computations, for the instructions that call any.
+        self.called = called
+        #: every operand name, in order (``operand_names``).
+        self.used = used
+        self.root = root
+
+    def build(self, index: int) -> HloInstruction:
+        called = self.called.get(index)
+        return self._built([self.rows[index]], self.line + index, {0: called} if called else {})[0]
+
+    def build_all(self) -> list[HloInstruction]:
+        return self._built(self.rows, self.line, self.called)
+
+    def _built(self, rows: list[tuple[str, ...]], line: int, called: dict[int, dict[str, tuple[str, ...]]]
+               ) -> list[HloInstruction]:
+        if len(rows) > 1:
+            with paused_gc():  # (see parse_hlo_text)
+                built = self.parser._rows(rows, line, called)
+        else:
+            built = self.parser._rows(rows, line, called)
+        if built is None:  # pragma: no cover - _lazy_body checked everything _rows checks
+            raise RuntimeError(f"hloscope: could not build the instructions checked at line {line}")
+        return built[0]
+
+    def operands(self, index: int) -> tuple[str, ...]:
+        row = self.rows[index]
+        text = row[5]
+        if text[:1] == "%" and "," not in text and "/" not in text and row[4] in KNOWN_OPCODES:
+            return (text[1:],)  # one operand (bitcast, slice, ...): what _row_operands reads, sooner
+        return _row_operands(row[4], text)
+
+    def operand_names(self, indices: Iterable[int] | None = None) -> list[str]:
+        if indices is None:
+            return self.used
+        picked = list(indices)
+        picked_opcodes = list(map(self.opcodes.__getitem__, picked))
+        return _used_names(list(map(self.rows.__getitem__, picked)), picked_opcodes,
+                           set(picked_opcodes).difference(KNOWN_OPCODES))
+
+
+def _row_operands(opcode: str, text: str) -> tuple[str, ...]:
+    """Operand names of one ``block_rows`` row, read as ``BodyReader._rows`` reads them."""
+    if not text or opcode == "parameter" or opcode == "constant":
+        return ()
+    if text[0] == "%" and opcode in KNOWN_OPCODES:
+        if "/" in text:
+            operands = tuple(_SIGIL_FINDALL(text))
+            return operands if len(operands) == text.count(", ") + 1 else operand_list(text)
+        operands = tuple(text[1:].split(", %"))
+        return operands if len(operands) == text.count(",") + 1 else operand_list(text)
+    return operand_list(text)
+
+
+def _used_names(rows: list[tuple[str, ...]], opcodes: Sequence[str], unknown: set[str]) -> list[str]:
+    """Every operand name of ``rows``, in order, read as ``_row_operands`` reads them row by row; over the whole
+    body at once when every operand list is XLA's ``%a, %b`` (one join, one split)."""
+    if not unknown:
+        texts = list(filter(None, compress(map(_G5, rows), map(_NAMES_OPERANDS.__contains__, opcodes))))
+        if not texts:
+            return []
+        joined = ", ".join(texts)
+        seps = joined.count(", ")
+        # Each list starts with '%', and every ',', ' ' and '%' is part of a ", %" separator: split there.
+        if (joined[0] == "%" and "/" not in joined and joined.count(", %") == seps and joined.count(",") == seps
+                and joined.count(" ") == seps and joined.count("%") == seps + 1):
+            return joined[1:].split(", %")
+    return list(chain.from_iterable(_row_operands(opcode, text) for opcode, text in zip(opcodes, map(_G5, rows))))
+
+

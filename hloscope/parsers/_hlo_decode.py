@@ -1,0 +1,135 @@
+"""Attributes decoded on first access: the ``hlo.AttributeDecoder`` of the parser, with metadata and stack frames.
+
+An instruction keeps its attribute text as printed; ``Decoder.decode`` splits it into ``key=value`` pairs and
+decodes them (typed values by ``_hlo_attrs.ATTRIBUTE_PARSERS``, ``metadata={...}`` once per distinct text, front
+end attributes, backend config, sharding). ``resolve_stack_frames`` joins the module's ``StackFrames`` tables
+into the frames a ``metadata={stack_frame_id=N}`` resolves to.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hloscope.hlo import CALLED_COMPUTATION_ROLES, DecodedAttributes, HloInstruction, Metadata, StackFrame
+from hloscope.parsers import _hlo_re as r
+from hloscope.parsers._errors import HloParseError
+from hloscope.parsers._hlo_attrs import ATTRIBUTE_PARSERS, LIST_CALL_KEYS
+from hloscope.parsers._hlo_lexer import ParserBase, split_attributes
+
+
+class Decoder(ParserBase):
+    """Decoding of kept attribute texts, and of metadata."""
+
+    __slots__ = ()
+
+    def decode(self, inst: HloInstruction) -> DecodedAttributes:
+        """Decode an instruction's kept attribute text (``AttributeDecoder`` protocol)."""
+        text = inst.attribute_text
+        pairs = None if "//" in text or "/*" in text else split_attributes(text)
+        pos = -1  # the line's offset, looked up only when needed (the table of line starts costs a pass)
+        if pairs is None:
+            # A string or nested value holds ", key=": scan the line properly.
+            pos = self._line_pos(inst.line)
+            start = self.src.find(text, pos) if text else -1
+            if start < 0:
+                raise self.error("cannot locate the attribute text of this instruction", pos, inst.name)
+            pairs, _ = self._attribute_pairs(start, inst.name)
+        pairs = [(k, v) for k, v in pairs if k not in CALLED_COMPUTATION_ROLES and k not in LIST_CALL_KEYS]
+        try:
+            return self._decoded(pairs, inst.name, pos, inst.line)
+        except HloParseError as e:
+            # Name the computation in the message (found only now: an instruction does not know its computation).
+            owner = next((c.name for c in self.done.values() if any(i is inst for i in c.instructions)), "")
+            raise HloParseError(e.msg, e.doc, e.pos, source=e.source, computation=owner,
+                                instruction=e.instruction) from None
+
+    def _decoded(self, pairs: list[tuple[str, str]], name: str, pos: int, line: int = 0) -> DecodedAttributes:
+        """Decode ``pairs``; ``pos`` is the instruction's offset, or -1 to look it up from ``line`` for an
+        error message."""
+        attributes: dict[str, Any] = {}
+        metadata = None
+        backend_config = ""
+        frontend: dict[str, str] = {}
+        sharding = ""
+        for key, value in pairs:
+            if key == "metadata":
+                metadata = self.metadata.get(value)
+                if metadata is None:
+                    metadata = self._metadata(value)
+            elif key == "backend_config":
+                backend_config = r.unquote(value) if value.startswith('"') else value
+            elif key == "frontend_attributes":
+                try:
+                    frontend = r.frontend_attributes(value)
+                except Exception as e:  # noqa: BLE001
+                    pos = pos if pos >= 0 else self._line_pos(line)
+                    at = self.src.find("frontend_attributes=", pos)
+                    raise self.error(f"bad frontend_attributes: {e}", pos if at < 0 else at, name) from None
+            elif key == "sharding":
+                sharding = value
+            else:
+                parser = ATTRIBUTE_PARSERS.get(key)
+                if parser is None:
+                    attributes[key] = value
+                else:
+                    if "/*" in value and value[0] != '"':
+                        value = r.strip_comments(value)  # `lhs_contracting_dims={/*k*/1}` (XLA test files)
+                    try:
+                        attributes[key] = parser(value)
+                    except Exception as e:  # noqa: BLE001 - any failure of a converter is a bad value
+                        pos = pos if pos >= 0 else self._line_pos(line)
+                        at = self.src.find(key + "=", pos)
+                        raise self.error(f"bad value for {key}: {e}", pos if at < 0 else at, name) from None
+        return DecodedAttributes(attributes, metadata, backend_config, frontend, sharding)
+
+    def _metadata(self, value: str) -> Metadata:
+        fields = r.braced_fields(value)
+        op_name = fields.get("op_name", "")
+        op_type = fields.get("op_type", "")
+        source_file = fields.get("source_file", "")
+        try:
+            source_line = int(fields.get("source_line", 0))
+            frame = int(fields.get("stack_frame_id", 0))
+        except ValueError:
+            source_line, frame = 0, 0
+        source_file = r.unquote(source_file) if source_file.startswith('"') else source_file
+        if not source_file and frame:
+            resolved = self.frames.get(frame)
+            if resolved is not None:
+                source_file, source_line = resolved.file_name, resolved.line
+        md = Metadata(r.unquote(op_type) if op_type.startswith('"') else op_type,
+                      r.unquote(op_name) if op_name.startswith('"') else op_name,
+                      source_file, source_line, frame, value)
+        self.metadata[value] = md
+        return md
+
+
+def resolve_stack_frames(tables: dict[str, dict[int, str]]) -> dict[int, StackFrame]:
+    """Join the ``FileNames``/``FunctionNames``/``FileLocations``/``StackFrames`` tables (XLA
+    ``StackFrameIndexProto``, printed 1-based) into frame id -> innermost file, function and line. A field that is
+    missing or not a number reads as 0 (the tables are informative; a damaged row costs its location only)."""
+    frames_table = tables.get("StackFrames")
+    if not frames_table:
+        return {}
+    files = {k: r.unquote(v) if v.startswith('"') else v for k, v in tables.get("FileNames", {}).items()}
+    functions = {k: r.unquote(v) if v.startswith('"') else v for k, v in tables.get("FunctionNames", {}).items()}
+    locations = {k: r.braced_fields(v) for k, v in tables.get("FileLocations", {}).items()}
+    frames = {}
+    for frame_id, text in frames_table.items():
+        fields = r.braced_fields(text)
+        loc = locations.get(_int(fields.get("file_location_id")), {})
+        frames[frame_id] = StackFrame(
+            files.get(_int(loc.get("file_name_id")), ""),
+            functions.get(_int(loc.get("function_name_id")), ""),
+            _int(loc.get("line")),
+            _int(fields.get("parent_frame_id")),
+        )
+    return frames
+
+
+def _int(text: str | None) -> int:
+    try:
+        return int(text) if text else 0
+    except ValueError:
+        return 0
+

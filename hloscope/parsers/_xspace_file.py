@@ -1,0 +1,346 @@
+"""Reading one ``*.xplane.pb``: the whole XSpace decoded (:func:`read_xspace`), or the file indexed without
+decoding its events (:func:`open_xspace`); and the lines of either, as serialized bytes for the scanner.
+
+An XSpace is what ``jax.profiler.trace(log_dir)`` writes to ``log_dir/plugins/profile/<run>/<host>.xplane.pb``;
+schema ``tsl/profiler/protobuf/xplane.proto`` (message classes: :mod:`hloscope.parsers._xspace_schema`).
+Every error is a one-line :class:`TraceError` naming the file and how to get a good one.
+"""
+
+from __future__ import annotations
+
+import functools
+import gzip
+import mmap
+import os
+import zlib
+from pathlib import Path
+from typing import Any
+
+from google.protobuf.message import DecodeError, Message
+
+from hloscope.parsers import _xspace_schema as _schema
+from hloscope.parsers._trace_error import TraceError
+from hloscope.parsers._xspace_names import _RECAPTURE
+from hloscope.parsers._xspace_wire import _Malformed, _py_skip, _py_varint, _scan_line
+
+
+# --------------------------------------------------------------------------------------------------------
+# Reading
+
+
+def read_xspace(path: str | os.PathLike[str]) -> Message:
+    """Read and decode one ``*.xplane.pb`` file (plain or gzip-compressed).
+
+    Besides protobuf decoding errors, the decoded message is sanity-checked: arbitrary bytes (a text file,
+    another protobuf) can decode "successfully", so an XSpace with no planes, or with no plane named
+    ``/host:...`` or ``/device:...`` (every profiler capture has one), is rejected too.
+
+    Args:
+        path: the ``.xplane.pb`` (or ``.xplane.pb.gz``) file.
+
+    Returns:
+        The decoded ``tensorflow.profiler.XSpace`` message (class from
+        :mod:`hloscope.parsers._xspace_schema`; schema ``tsl/profiler/protobuf/xplane.proto``).
+
+    Raises:
+        TraceError: the file is missing, is a directory, is empty, does not decode as an XSpace (truncated
+            or corrupted bytes), or decodes to something that is not a profile.
+    """
+    p = Path(path)
+    if not p.exists():
+        raise TraceError(p, f"no such file; expected a *.xplane.pb profile; {_RECAPTURE}")
+    if p.is_dir():
+        raise TraceError(
+            p,
+            "is a directory, expected one *.xplane.pb file; "
+            "use find_xplane_files(dir) to locate the files of a run",
+        )
+    try:
+        data = p.read_bytes()
+    except OSError as e:
+        raise TraceError(p, f"cannot be read ({e.strerror or e}); check the path and its permissions") from e
+    return parse_xspace(data, source=p)
+
+
+def parse_xspace(data: bytes, *, source: str | os.PathLike[str] = "<bytes>") -> Message:
+    """Decode serialized XSpace bytes (gzip accepted) with the same checks as :func:`read_xspace`.
+
+    Args:
+        data: the file contents.
+        source: path used in error messages.
+
+    Returns:
+        The decoded XSpace message.
+
+    Raises:
+        TraceError: empty, undecodable, or not an XSpace.
+    """
+    if not data:
+        raise TraceError(source, f"file is empty (0 bytes), expected a serialized XSpace; {_RECAPTURE}")
+    if data[:2] == b"\x1f\x8b":  # gzip magic: xplane.pb.gz as some tools store them
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError, zlib.error) as e:
+            raise TraceError(source, f"gzip-compressed but truncated or corrupted ({e}); {_RECAPTURE}") from e
+    xspace = _schema.XSpace()
+    try:
+        xspace.ParseFromString(data)
+    except (DecodeError, RuntimeError, ValueError) as e:
+        detail = str(e).replace("\n", " ")
+        raise TraceError(
+            source,
+            f"not an XSpace protobuf (truncated or corrupted at decode: {detail}); {_RECAPTURE}",
+        ) from None
+    if not xspace.planes:
+        raise TraceError(
+            source,
+            f"decodes as a protobuf but holds no XPlanes ({len(data)} bytes) -- not an XSpace profile; "
+            f"{_RECAPTURE}",
+        )
+    if not any(plane.name.startswith("/") for plane in xspace.planes):
+        # Every profiler capture has a "/host:..." or "/device:..." plane. Foreign protobufs (an HloProto, say)
+        # decode "successfully" with their strings landing in XPlane.name.
+        shown = ", ".join(repr(p.name[:40]) for p in list(xspace.planes)[:3])
+        raise TraceError(
+            source,
+            f"decodes as a protobuf but has no /host: or /device: plane (plane names: {shown}) -- not an "
+            f"XSpace profile (random or foreign bytes); {_RECAPTURE}",
+        )
+    return xspace
+
+
+class XSpaceIndex:
+    """An ``*.xplane.pb`` indexed without decoding its events (from :func:`open_xspace`).
+
+    Each plane's metadata is decoded (name, ``event_metadata``, ``stat_metadata``, plane ``stats``: what
+    :func:`hlo_protos` reads); its lines are only located. :func:`op_events` and :func:`step_events` accept an
+    index in place of a decoded XSpace and return the same tables, reading and decoding one line at a time,
+    so memory stays near the largest line plus the results -- a decoded XSpace takes ~7x the file size.
+
+    Attributes:
+        path: the file (``str``).
+        planes: one ``XPlane`` message per plane, holding everything but its lines.
+        hostnames: ``XSpace.hostnames``.
+    """
+
+    def __init__(self, path: str, planes: list, lines: list[list[tuple[int, int, str | None]]],
+                 hostnames: list[str], data: bytes | None, stamp: tuple[int, int] | None) -> None:
+        self.path = path
+        self.planes = planes
+        self.hostnames = hostnames
+        self._lines = lines  # per plane: (start, end, name if known before the events) of each line's bytes
+        self._data = data  # the (decompressed) bytes, or None: lines are read from the file when needed
+        self._stamp = stamp  # (size, mtime_ns) of the file when indexed
+        self._steps: dict[int, list[tuple]] = {}  # host-plane step markers found by op_events, by plane
+
+    def __repr__(self) -> str:
+        return (f"XSpaceIndex({self.path!r}, planes={[p.name for p in self.planes]!r}, "
+                f"lines={sum(map(len, self._lines))})")
+
+    def _line_refs(self, plane: int) -> list[_LineRef]:
+        return [_LineRef(name, functools.partial(self._read, a, b)) for a, b, name in self._lines[plane]]
+
+    def _read(self, a: int, b: int) -> tuple[bytes, int, int]:
+        if self._data is not None:
+            return self._data, a, b
+        try:
+            st = os.stat(self.path)
+            if (st.st_size, st.st_mtime_ns) != self._stamp:
+                raise TraceError(self.path, "the file changed since open_xspace indexed it; open it again")
+            with open(self.path, "rb") as f:
+                f.seek(a)
+                data = f.read(b - a)
+        except OSError as e:
+            raise TraceError(self.path, f"cannot be read ({e.strerror or e}); check the path") from e
+        if len(data) != b - a:
+            raise TraceError(self.path, "the file shrank since open_xspace indexed it; open it again")
+        return data, 0, len(data)
+
+
+def open_xspace(path: str | os.PathLike[str]) -> XSpaceIndex:
+    """Index one ``*.xplane.pb`` file (plain or gzip) for :func:`op_events`, :func:`step_events` and
+    :func:`hlo_protos`, without decoding its events.
+
+    The lean alternative to :func:`read_xspace` for large profiles: the file is walked once (field keys and
+    lengths; memory-mapped, so untouched event bytes are never loaded), plane metadata is decoded, and
+    lines are read back one at a time when the tables are built. Checks and error messages are those of
+    :func:`read_xspace`, except that a corrupted event is only detected when its line is read.
+
+    Args:
+        path: the ``.xplane.pb`` (or ``.xplane.pb.gz``) file.
+
+    Returns:
+        An :class:`XSpaceIndex`.
+
+    Raises:
+        TraceError: the file is missing, is a directory, is empty, does not follow the XSpace wire format,
+            or is not a profile.
+    """
+    p = Path(path)
+    if not p.exists():
+        raise TraceError(p, f"no such file; expected a *.xplane.pb profile; {_RECAPTURE}")
+    if p.is_dir():
+        raise TraceError(
+            p,
+            "is a directory, expected one *.xplane.pb file; "
+            "use find_xplane_files(dir) to locate the files of a run",
+        )
+    try:
+        st = p.stat()
+        if st.st_size == 0:
+            raise TraceError(p, f"file is empty (0 bytes), expected a serialized XSpace; {_RECAPTURE}")
+        with open(p, "rb") as f:
+            if f.read(2) == b"\x1f\x8b":
+                f.seek(0)
+                try:
+                    data = gzip.decompress(f.read())
+                except (OSError, EOFError, zlib.error) as e:
+                    raise TraceError(p, f"gzip-compressed but truncated or corrupted ({e}); {_RECAPTURE}") from e
+                if not data:
+                    raise TraceError(p, f"file is empty (0 bytes), expected a serialized XSpace; {_RECAPTURE}")
+                return _index_xspace(data, p, data, None)
+            mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+            try:
+                return _index_xspace(mm, p, None, (st.st_size, st.st_mtime_ns))
+            finally:
+                mm.close()
+    except OSError as e:
+        raise TraceError(p, f"cannot be read ({e.strerror or e}); check the path and its permissions") from e
+
+
+def _index_xspace(buf, path: Path, data: bytes | None, stamp) -> XSpaceIndex:
+    """Walk XSpace fields (planes = 1, hostnames = 4, ...) and each plane's fields (lines = 3)."""
+    n = len(buf)
+    planes = []
+    lines = []
+    rest = []
+    try:
+        p = 0
+        while p < n:
+            key, q = _py_varint(buf, p)
+            f, wt = key >> 3, key & 7
+            if wt == 2:
+                ln, r = _py_varint(buf, q)
+                end = r + ln
+                if end > n:
+                    raise _Malformed(f"field {f} at byte {p} runs past the end of the file")
+                if f == 1:
+                    plane, plane_lines = _index_plane(buf, r, end)
+                    planes.append(plane)
+                    lines.append(plane_lines)
+                else:
+                    rest.append(buf[p:end])
+            else:
+                end = _py_skip(buf, q, wt)
+                if end > n:
+                    raise _Malformed(f"field {f} at byte {p} runs past the end of the file")
+                rest.append(buf[p:end])
+            p = end
+        header = _schema.XSpace.FromString(b"".join(rest))
+    except (_Malformed, DecodeError, RuntimeError, ValueError) as e:
+        if isinstance(e, TraceError):
+            raise
+        detail = str(e).replace("\n", " ")
+        raise TraceError(
+            path, f"not an XSpace protobuf (truncated or corrupted at decode: {detail}); {_RECAPTURE}"
+        ) from None
+    if not planes:
+        raise TraceError(
+            path,
+            f"decodes as a protobuf but holds no XPlanes ({n} bytes) -- not an XSpace profile; {_RECAPTURE}",
+        )
+    if not any(plane.name.startswith("/") for plane in planes):
+        shown = ", ".join(repr(pl.name[:40]) for pl in planes[:3])
+        raise TraceError(
+            path,
+            f"decodes as a protobuf but has no /host: or /device: plane (plane names: {shown}) -- not an "
+            f"XSpace profile (random or foreign bytes); {_RECAPTURE}",
+        )
+    return XSpaceIndex(os.fspath(path), planes, lines, list(header.hostnames), data, stamp)
+
+
+def _index_plane(buf, a: int, b: int):
+    """One plane: an ``XPlane`` of all fields but ``lines``, and (start, end, name hint) of each line."""
+    runs: list[list[int]] = []  # byte ranges of the non-line fields, contiguous ones merged
+    lines = []
+    p = a
+    while p < b:
+        key, q = _py_varint(buf, p)
+        f, wt = key >> 3, key & 7
+        if wt == 2:
+            ln, r = _py_varint(buf, q)
+            end = r + ln
+        else:
+            end = r = _py_skip(buf, q, wt)
+        if end > b:
+            raise _Malformed(f"field {f} at byte {p} runs past the end of its plane")
+        if f == 3 and wt == 2:
+            lines.append((r, end, _line_name_hint(buf, r, end)))
+        elif runs and runs[-1][1] == p:
+            runs[-1][1] = end
+        else:
+            runs.append([p, end])
+        p = end
+    plane = _schema.XPlane.FromString(b"".join(buf[s:e] for s, e in runs))
+    return plane, lines
+
+
+def _line_name_hint(buf, a: int, b: int) -> str | None:
+    """A line's name from the fields before its first event (None if an event comes first)."""
+    name = ""
+    p = a
+    while p < b:
+        key, q = _py_varint(buf, p)
+        f, wt = key >> 3, key & 7
+        if f == 4:
+            return name if name else None  # set before the events, or maybe after them
+        if wt == 2:
+            n, q = _py_varint(buf, q)
+            if f == 2:
+                name = bytes(buf[q : q + n]).decode("utf-8", "replace")
+            q += n
+        else:
+            q = _py_skip(buf, q, wt)
+        p = q
+    return name
+
+
+# --------------------------------------------------------------------------------------------------------
+# Sources of lines: a decoded XSpace message, or an XSpaceIndex over the file
+
+
+class _LineRef:
+    """One line of a plane: its name if known without scanning, and a way to get its serialized bytes."""
+
+    __slots__ = ("name", "_fetch")
+
+    def __init__(self, name: str | None, fetch) -> None:
+        self.name = name  # None: not known before the line is scanned
+        self._fetch = fetch
+
+    def bytes(self) -> tuple[Any, int, int]:
+        return self._fetch()
+
+
+def _message_line(line) -> _LineRef:
+    def fetch():
+        raw = line.SerializeToString()
+        return raw, 0, len(raw)
+
+    return _LineRef(line.name, fetch)
+
+
+def _plane_sources(xspace) -> list[tuple[Any, list[_LineRef]]]:
+    """(plane without its lines -- name, stat_metadata, event_metadata --, its lines) for every plane."""
+    if isinstance(xspace, XSpaceIndex):
+        return [(plane, xspace._line_refs(i)) for i, plane in enumerate(xspace.planes)]
+    return [(plane, [_message_line(line) for line in plane.lines]) for plane in xspace.planes]
+
+
+def _scan_ref(ref: _LineRef, want, source: str):
+    """:func:`_scan_line` of one line (chunks of decoded events), wire-format errors as :class:`TraceError`."""
+    buf, a, b = ref.bytes()
+    try:
+        yield from _scan_line(buf, a, b, want)
+    except _Malformed as e:
+        raise TraceError(source, f"corrupted event data ({e}); {_RECAPTURE}") from None

@@ -1,0 +1,125 @@
+"""Join a trace's op events to instructions: measured seconds per module run and device.
+
+The one place where what the program *did* (``hloscope.parsers.events.TraceEvents``) meets what it *is*
+(costs per instruction). ``measured_times`` turns event totals into the unit every table uses -- one run of a
+module on one device -- and ``trace_coverage`` says how much of the measured time found an instruction.
+
+Normalisation (one rule for every trace kind):
+
+1. ``runs[m]``: the number of executions of module ``m`` summed over devices -- the rows of
+   ``module_runs`` for ``m`` where the trace records module executions (TPU ``XLA Modules`` lines); else
+   ``max(steps, 1) x devices``, with ``steps`` the distinct step numbers of the step markers and ``devices``
+   the distinct (host, device, device_id) that ran ops. A trace without step markers and module lines is
+   one run per device (noted in the report).
+2. An op's measured time is the sum of its events' ``self_ps`` over the trace, divided by ``runs[m]``; its
+   occurrences likewise. A module's busy time is the sum over its ops.
+
+Events whose module is unknown (``""``) form the module ``NO_MODULE``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from hloscope.parsers.events import TraceEvents
+
+#: Module name of op events outside any known module.
+NO_MODULE = "(no module)"
+
+
+@dataclass
+class Measured:
+    """Measured time per module run and device (see the module docstring).
+
+    Attributes:
+        per_op: (module, instruction) -> (self seconds per run and device, occurrences per run and device).
+        busy_s: module -> the sum of its ops' ``per_op`` seconds.
+        runs: module -> executions over all devices (the divisor of rule 1).
+        steps: distinct step numbers in the trace (0 when it has no step markers).
+        devices: distinct devices that ran ops.
+        notes: how the runs were counted, in words.
+    """
+
+    per_op: dict[tuple[str, str], tuple[float, float]]
+    busy_s: dict[str, float]
+    runs: dict[str, float]
+    steps: int
+    devices: int
+    notes: list[str] = field(default_factory=list)
+
+
+def named_modules(ops: pd.DataFrame) -> pd.DataFrame:
+    """``ops`` with an unknown module (``""``) named ``NO_MODULE`` (the events table itself is not changed)."""
+    col = ops["module"]
+    if not (col == "").any():
+        return ops
+    out = ops.copy()
+    out["module"] = col.astype(str).replace("", NO_MODULE).astype("category")
+    return out
+
+
+def measured_times(events: TraceEvents) -> Measured:
+    """Measured seconds per module run and device, per instruction and per module.
+
+    Args:
+        events: a reader's ``TraceEvents`` (``ops`` with ``module`` already named by ``named_modules``).
+
+    Returns:
+        ``Measured``.
+    """
+    ops = events.ops
+    steps = events.steps
+    n_steps = int(steps["step"].dropna().nunique()) if len(steps) else 0
+    devices = max(int(ops[["host", "device", "device_id"]].drop_duplicates().shape[0]), 1) if len(ops) else 1
+    runs_by_module: dict[str, float] = {}
+    recorded = events.module_runs.groupby("module", observed=True).size() if len(events.module_runs) else None
+    notes: list[str] = []
+    assumed = []
+    for m in ops["module"].unique():
+        m = str(m)
+        n = int(recorded.get(m, 0)) if recorded is not None else 0
+        if n == 0:
+            n = max(n_steps, 1) * devices
+            if recorded is not None:
+                assumed.append(m)
+        runs_by_module[m] = float(n)
+    if assumed:
+        notes.append(f"no XLA Modules events for {', '.join(repr(m) for m in sorted(assumed))}: one run per step "
+                     "and device assumed")
+    if recorded is None and n_steps == 0:
+        notes.append("no step markers in the trace: times are per run of the whole trace")
+    grouped = ops.groupby(["module", "instruction"], observed=True, sort=False)["self_ps"].agg(["sum", "count"])
+    per_op: dict[tuple[str, str], tuple[float, float]] = {}
+    busy: dict[str, float] = {}
+    for (m, inst), total_ps, count in zip(grouped.index, grouped["sum"].tolist(), grouped["count"].tolist()):
+        r = runs_by_module[str(m)]
+        sec = total_ps / 1e12 / r
+        per_op[(str(m), str(inst))] = (sec, count / r)
+        busy[str(m)] = busy.get(str(m), 0.0) + sec
+    return Measured(per_op, busy, runs_by_module, n_steps, devices, notes)
+
+
+def trace_coverage(ops_table: pd.DataFrame, measured: Measured, events: TraceEvents,
+                   modules_with_hlo: set[str]) -> dict[str, Any]:
+    """The report's ``coverage`` for a trace (``docs/report.md``).
+
+    ``joined_time_fraction`` is the share of measured op time whose op joined an instruction with a cost;
+    ``unjoined_ops`` the number of (module, instruction) that did not; ``modules_without_hlo`` the modules that
+    ran but whose HLO was not found; ``module_runs`` the executions per module (rule 1).
+    """
+    unjoined = ops_table["category"] == "unjoined"
+    total = float(ops_table["measured_s"].sum())
+    joined = float(ops_table.loc[~unjoined, "measured_s"].sum())
+    return {
+        "joined_time_fraction": joined / total if total else 0.0,
+        "steps": measured.steps,
+        "devices": measured.devices,
+        "files": list(events.files),
+        "unjoined_ops": int(unjoined.sum()),
+        "modules_without_hlo": sorted(set(measured.runs) - modules_with_hlo),
+        "module_runs": {m: int(r) for m, r in sorted(measured.runs.items())},
+    }

@@ -1,0 +1,65 @@
+"""``hloscope.compare.baseline`` on hand-made reports: what is stored, and a baseline back as report A."""
+
+from __future__ import annotations
+
+import math
+import pickle
+
+import pytest
+
+from hloscope.compare import baseline as bl
+from hloscope.compare import compare
+from hloscope.errors import BaselineError, HloscopeError
+
+from reports_by_hand import op, report
+
+# 100 + 2 + 0.5 ns: with the default 1%, the bar is 1.025 ns; the collective is kept whatever its time.
+ROWS = [op("big.1", "fusion", "jit(f)/big", "bf16[64,64]{1,0}", 100e-9, flops=1e6, bytes_accessed=8192),
+        op("mid.1", "fusion", "jit(f)/mid", "f32[8]", 2e-9),
+        op("small.1", "fusion", "jit(f)/small", "f32[8]", 0.5e-9),
+        op("ar.1", "all-reduce", "jit(f)/psum", "f32[8]", 0.0, bound="communication", comm_kind="all-reduce",
+           comm_bytes=32.0)]
+
+
+def test_record_keeps_collectives_and_significant_ops():
+    b = bl.record(report(ROWS))
+    assert [o["op_name"] for o in b.ops] == ["jit(f)/psum", "jit(f)/big", "jit(f)/mid"]  # sorted by identity
+    assert b.roofline_s == pytest.approx(102.5e-9)
+    big = next(o for o in b.ops if o["op_name"] == "jit(f)/big")
+    assert big["shape"] == "bf16[64,64]{1,0}" and big["flops"] == 1_000_000 and isinstance(big["flops"], int)
+    assert "measured_s" not in big and "instruction" not in big  # run-to-run noise and renumbered names
+    assert set(big) == set(bl.STORED_FIELDS["ops"])
+
+
+def test_unknown_numbers_are_null_and_read_back_as_nan():
+    rows = [dict(ROWS[0], compute_s=math.nan)]
+    b = bl.record(report(rows))
+    assert b.ops[0]["compute_s"] is None and '"compute_s": null' in bl.to_json(b)
+    again = bl.from_json(bl.to_json(b)).to_report()
+    assert math.isnan(again.ops["compute_s"].iloc[0]) and again.ops["instruction"].iloc[0] == ""
+
+
+def test_numbers_keep_nine_digits():
+    b = bl.record(report([dict(ROWS[0], roofline_s=1.0 / 3 * 1e-6)]))
+    assert b.ops[0]["roofline_s"] == 3.33333333e-07
+
+
+def test_a_baseline_compares_as_report_a():
+    a = report(ROWS)
+    stored = bl.from_json(bl.to_json(bl.record(a)))
+    d = compare(stored.to_report(), a)
+    status = dict(zip(d.ops["op_name"], d.ops["status"]))
+    assert status == {"jit(f)/big": "unchanged", "jit(f)/mid": "unchanged", "jit(f)/psum": "unchanged",
+                      "jit(f)/small": "appeared"}  # not stored: B's
+    assert not d.check(0.0).regressed and not d.check(0.0).improvements
+
+
+def test_unknown_chip_and_errors_pickle():
+    b = bl.record(report(ROWS))
+    b = bl.Baseline("tpu-v99", b.modules, b.ops)
+    with pytest.raises(BaselineError, match="tpu-v99"):
+        b.to_report()
+    for err in (bl.BaselineError("x.json", "bad"), bl.OutdatedBaselineError("x.json", "old", "t.py::t")):
+        again = pickle.loads(pickle.dumps(err))
+        assert type(again) is type(err) and str(again) == str(err)
+    assert issubclass(bl.BaselineError, HloscopeError) and BaselineError is bl.BaselineError
