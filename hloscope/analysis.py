@@ -117,7 +117,7 @@ def _resolve_chip(chip: str | ChipSpec | None, platform: str | None, device_kind
         return get_chip(chip, extra=chips)
     if device_kind and platform in ("gpu", "tpu"):
         try:
-            spec = get_device_spec(device_kind)
+            spec = get_device_spec(device_kind, extra=chips)
         except (UnknownChipError, ValueError):
             spec = None
         if spec is not None:

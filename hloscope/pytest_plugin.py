@@ -628,11 +628,12 @@ class HloscopeFixture:
             raise AssertionError(f"no hloscope baseline for this test at {shown}\nRecord it with:  {rerun}\nthen "
                                  f"review and commit {shown}.")
         problem = _incompatible(stored, current)
-        try:
-            d = None if problem else against(stored)
-        except ComparisonError as err:
-            problem = f"cannot be compared with this run ({err})"
-        if problem or d is None:
+        if not problem:
+            try:
+                d = against(stored)
+            except ComparisonError as err:  # no module in common
+                problem = f"cannot be compared with this run ({err})"
+        if problem:
             result.status = "incompatible"
             self._record(result)
             raise AssertionError(f"hloscope baseline {shown} {problem}; re-record it with:  {rerun}")

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
-from hloscope.compare.engine import DEFAULT_SIGNIFICANT, dims_of
+from hloscope.compare.engine import DEFAULT_SIGNIFICANT, dims_of, rows
 from hloscope.errors import HloscopeError
 
 if TYPE_CHECKING:
@@ -148,14 +148,16 @@ class Baseline:
             except UnknownChipError as err:
                 raise BaselineError("<baseline>", f"chip {self.chip!r}: {err}") from None
 
-        def frame(rows: Iterable[Mapping[str, Any]], columns: list[str], text: set[str]) -> pd.DataFrame:
-            df = pd.DataFrame([dict(r) for r in rows], columns=columns)
+        def frame(records: Iterable[Mapping[str, Any]], columns: list[str], text: set[str]) -> pd.DataFrame:
+            records = list(records)
+            data: dict[str, Any] = {}
             for c in columns:
+                values = [r.get(c) for r in records]
                 if c in text:
-                    df[c] = pd.Series([v if isinstance(v, str) else "" for v in df[c]], index=df.index, dtype=object)
+                    data[c] = pd.Series([v if isinstance(v, str) else "" for v in values], dtype=object)
                 else:
-                    df[c] = pd.to_numeric(df[c], errors="coerce")
-            return df
+                    data[c] = pd.Series([math.nan if v is None else float(v) for v in values], dtype="float64")
+            return pd.DataFrame(data, columns=columns)
 
         op_text = {c for c in OP_COLUMNS if c in _TEXT or c in ("computation", "instruction", "source", "flags")}
         ops = frame(self.ops, OP_COLUMNS, op_text)
@@ -208,11 +210,11 @@ def record(report: Report, *, significant: float = DEFAULT_SIGNIFICANT, compiled
             always are).
         compiled_for, test, recorded_with: stored as given (see ``Baseline``).
     """
-    modules = tuple(_clean(m, STORED_FIELDS["modules"]) for m in report.modules.to_dict(orient="records"))
+    modules = tuple(_clean(m, STORED_FIELDS["modules"]) for m in rows(report.modules, STORED_FIELDS["modules"]))
     total = sum(m["roofline_s"] or 0.0 for m in modules)
     threshold = significant * total
     ops = []
-    for r in report.ops.to_dict(orient="records"):
+    for r in rows(report.ops, STORED_FIELDS["ops"]):
         opcode, roof = r.get("opcode"), r.get("roofline_s")
         if r.get("category") == "unjoined" or not isinstance(opcode, str) or not opcode or roof is None or roof != roof:
             continue  # a trace op without HLO, or no cost

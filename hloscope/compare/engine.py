@@ -22,7 +22,8 @@ Fields compared per op (``OP_FIELDS``) and per module (``MODULE_FIELDS``): for e
 have it, else roofline time; an op is ``slower`` or ``faster`` by it, ``unchanged`` when no field moved by more
 than ``SAME`` (relative), the dims and the bound class are the same.
 
-The verdict (``Diff.check``) applies rules of ``hloscope.compare.rules`` (grammar in docs/diff.md).
+The verdict (``Diff.check``, ``hloscope.compare.verdict``) applies rules of ``hloscope.compare.rules`` (grammar
+in docs/diff.md).
 """
 
 from __future__ import annotations
@@ -35,20 +36,19 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from hloscope.compare.rules import Rule, RuleSpec, describe, resolve
-from hloscope.units import change as _change
-from hloscope.units import quantity
+from hloscope.compare.rules import Rule, RuleSpec, resolve
 
 if TYPE_CHECKING:
     import pandas as pd
 
+    from hloscope.compare.verdict import Verdict
     from hloscope.result import Report
     from hloscope.roofline.chips import ChipSpec
 
 __all__ = [
     "SCHEMA", "DEFAULT_SIGNIFICANT", "SAME", "OP_FIELDS", "MODULE_FIELDS", "OP_DIFF_COLUMNS",
-    "MODULE_DIFF_COLUMNS", "COLLECTIVE_DIFF_COLUMNS", "BOUND_RANK", "dims_of", "identity", "compare", "Diff",
-    "Finding", "Verdict",
+    "MODULE_DIFF_COLUMNS", "COLLECTIVE_DIFF_COLUMNS", "BOUND_RANK", "dims_of", "identity", "is_collective", "rows",
+    "compare", "Diff",
 ]
 
 #: Schema of ``Diff.to_json``.
@@ -82,10 +82,6 @@ COLLECTIVE_DIFF_COLUMNS = ["module", "comm_kind", "count_a", "count_b", "comm_by
 
 _DTYPE_RE = re.compile(r"[a-z][a-z0-9]*\[")
 _LAYOUT_RE = re.compile(r"\{[^{}]*\}")
-_LABELS = {"roofline_s": "roofline time", "measured_s": "measured time", "flops": "FLOPs",
-           "transcendentals": "transcendentals", "bytes_accessed": "HBM bytes", "comm_bytes": "wire bytes",
-           "compute_s": "compute time", "memory_s": "memory time", "comm_s": "comm time", "mfu": "MFU",
-           "count": "ops", "bound": "bound", "new": "wire bytes"}
 
 
 def dims_of(shape: Any) -> str:
@@ -107,16 +103,6 @@ def identity(opcode: str, op_name: str, shape: Any) -> tuple[str, str, str]:
     return (opcode or "", op_name or "", dims_of(shape))
 
 
-def _unit(name: str) -> str:
-    if name.endswith("_s"):
-        return "s"
-    if "bytes" in name or name == "new":
-        return "B"
-    if name == "flops":
-        return "FLOP"
-    return ""
-
-
 def _missing(value: Any) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value))
 
@@ -132,143 +118,16 @@ def _num(value: Any) -> float:
         return math.nan
 
 
-def _is_collective(opcode: str, comm_kind: str) -> bool:
+def rows(df: pd.DataFrame, columns: Iterable[str] | None = None) -> list[dict[str, Any]]:
+    """The rows of ``df`` as dicts of Python values (``DataFrame.to_dict("records")``, several times faster on
+    small tables: column lists zipped)."""
+    cols = list(df.columns) if columns is None else [c for c in columns if c in df.columns]
+    return [dict(zip(cols, values)) for values in zip(*(df[c].tolist() for c in cols))]
+
+
+def is_collective(opcode: str, comm_kind: str) -> bool:
+    """A collective op counted as one (the ``-done`` half of an async pair is not)."""
     return bool(comm_kind) and not opcode.endswith("-done")
-
-
-# --------------------------------------------------------------------------------------------------------------
-# Findings and verdicts
-# --------------------------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One rule broken (a regression) or its mirror passed (an improvement).
-
-    Attributes:
-        rule: the rule's text (``roofline_s:+5%``).
-        scope: ``module``, ``collective`` or ``op``.
-        module: the module (``a -> b`` when the names differ).
-        subject: ``total`` (module scope), the collective kind, or the op's label (``opcode op_name dims``).
-        field: the field; ``new`` for a collective op or kind that A lacks (``new`` is its wire bytes).
-        old, new: A's and B's values (numbers, or bound class names).
-        note: what else to say (``new collective kind, 1 op``, ``not known on both sides``).
-    """
-
-    rule: str
-    scope: str
-    module: str
-    subject: str
-    field: str
-    old: Any
-    new: Any
-    note: str = ""
-
-    @property
-    def unit(self) -> str:
-        return _unit(self.field)
-
-    @property
-    def metric(self) -> str:
-        """The field for people: ``roofline time``, ``HBM bytes``, ``wire bytes``, ``ops``, ``bound``."""
-        return _LABELS.get(self.field, self.field)
-
-    @property
-    def change(self) -> str:
-        """``+12.5%``, ``memory -> communication``, ``2 -> 3 ops``, ``new``."""
-        if self.field == "bound":
-            return f"{self.old} -> {self.new}"
-        if self.field == "new":
-            return "new"
-        if self.field == "count":
-            return f"{_count(self.old)} -> {_count(self.new)} ops"
-        if self.field == "mfu":
-            return f"{self.old:.1%} -> {self.new:.1%}" if not (_missing(self.old) or _missing(self.new)) else "-"
-        return _change(self.old, self.new)
-
-    def shown(self, value: Any) -> str:
-        if self.field == "bound":
-            return str(value) if value else "-"
-        if self.field == "count":
-            return _count(value)
-        if self.field == "mfu":
-            return "-" if _missing(value) else f"{value:.1%}"
-        return quantity(value, self.unit)
-
-    def line(self) -> str:
-        """One line: ``RULE: module: subject: metric A -> B (change)``."""
-        where = self.module + (f": {self.subject}" if self.subject != "total" else "")
-        if self.note == "not known on both sides":
-            return f"{self.rule}: {where}: {self.field} is not known on both sides"
-        if self.field == "new":
-            return f"{self.rule}: {where}: {self.note} ({quantity(self.new, 'B')} on the wire)"
-        text = f"{self.rule}: {where}: {self.field} {self.shown(self.old)} -> {self.shown(self.new)} ({self.change})"
-        return text + (f" ({self.note})" if self.note else "")
-
-
-def _count(value: Any) -> str:
-    return "-" if _missing(value) else f"{value:g}"
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """What rules say about a ``Diff``: regressions (rules broken), improvements (their mirrors) and notes.
-
-    ``bool(verdict)`` is ``verdict.regressed``.
-    """
-
-    rules: tuple[Rule, ...]
-    regressions: tuple[Finding, ...]
-    improvements: tuple[Finding, ...]
-    notes: tuple[str, ...]
-    chip: str = ""
-
-    @property
-    def regressed(self) -> bool:
-        return bool(self.regressions)
-
-    @property
-    def improved(self) -> bool:
-        return bool(self.improvements) and not self.regressions
-
-    def __bool__(self) -> bool:
-        return self.regressed
-
-    def lines(self) -> list[str]:
-        """The rules broken, one line each (``Finding.line``); [] when none."""
-        return [f.line() for f in self.regressions]
-
-    def format(self, against: str | None = None, limit: int = 20) -> str:
-        """The failure message: a headline and a table of what regressed (at most ``limit`` rows), then
-        improvements and notes, if any."""
-        n = len(self.regressions)
-        where = f" against {against}" if against else ""
-        lines = [f"{n} roofline regression{'s' if n != 1 else ''}{where} (chip {self.chip}, {describe(self.rules)}):"]
-        if self.regressions:
-            lines += _table(self.regressions, limit)
-        if self.improvements:
-            lines.append(f"improved ({len(self.improvements)}):")
-            lines += _table(self.improvements, limit)
-        for note in self.notes[:limit // 2]:
-            lines.append(f"note: {note}")
-        if len(self.notes) > limit // 2:
-            lines.append(f"note: ... and {len(self.notes) - limit // 2} more")
-        return "\n".join(lines)
-
-
-def _table(findings: Iterable[Finding], limit: int) -> list[str]:
-    findings = list(findings)
-    modules = {f.module for f in findings}
-    rows = [("what", "metric", "baseline", "now", "change")]
-    for f in findings[:limit]:
-        what = f.subject if len(modules) == 1 or f.scope != "module" else f.module
-        change = f.change + (f" ({f.note})" if f.note else "")
-        rows.append((what, f.metric, f.shown(f.old) if f.field != "new" else "-", f.shown(f.new), change))
-    widths = [max(len(r[i]) for r in rows) for i in range(4)]
-    out = ["  " + "  ".join(c.ljust(w) for c, w in zip(r[:4], widths)) + "  " + r[4] for r in rows]
-    if len(findings) > limit:
-        out.append(f"  ... and {len(findings) - limit} more")
-    return out
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -341,7 +200,9 @@ class Diff:
         Raises:
             hloscope.errors.ConfigError: a rule that does not parse.
         """
-        return _verdict(self, resolve(rules))
+        from hloscope.compare.verdict import apply_rules
+
+        return apply_rules(self, resolve(rules))
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON document (schema ``hloscope.diff/2``): ``schema``, ``a``, ``b`` (labels), ``chip`` (id),
@@ -370,25 +231,25 @@ def _records(df: pd.DataFrame) -> list[dict[str, Any]]:
 _OP_TEXT = ("instruction", "opcode", "op_name", "shape", "category", "dtype", "bound", "comm_kind")
 
 
-def _op_records(ops: pd.DataFrame) -> list[dict[str, Any]]:
-    """The rows of one module's ops as dicts with clean text and float fields, keyed for pairing, sorted by
+def _op_records(ops: pd.DataFrame) -> dict[str, list[dict[str, Any]]]:
+    """module -> the rows of its ops as dicts with clean text and float fields, keyed for pairing, sorted by
     roofline time then FLOPs (largest first, NaN last)."""
-    cols = [c for c in (*_OP_TEXT, *OP_FIELDS) if c in ops.columns]
-    out = []
-    for rec in ops[cols].to_dict(orient="records"):
+    out: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for rec in rows(ops, ("module", *_OP_TEXT, *OP_FIELDS)):
         r = {c: _text(rec.get(c)) for c in _OP_TEXT}
         for f in OP_FIELDS:
             r[f] = _num(rec.get(f, math.nan))
         if r["category"] == "unjoined":  # a trace op's only identity is its name
             r["op_name"], r["opcode"], r["shape"] = r["instruction"], "", ""
         r["dims"] = dims_of(r["shape"])
-        out.append(r)
+        out[str(rec.get("module"))].append(r)
 
     def order(r: dict[str, Any]) -> tuple[bool, float, bool, float]:
         t, f = r["roofline_s"], r["flops"]
         return (t != t, -t if t == t else 0.0, f != f, -f if f == f else 0.0)
 
-    out.sort(key=order)
+    for mine in out.values():
+        mine.sort(key=order)
     return out
 
 
@@ -451,7 +312,7 @@ def _op_row(module: str, ra: dict | None, rb: dict | None, both_measured: bool, 
     out["reshaped"] = ra is not None and rb is not None and ra["dims"] != rb["dims"]
     out["bound_changed"] = ra is not None and rb is not None and ra["bound"] != rb["bound"]
     out["significant"] = ra is not None and (
-        _is_collective(ra["opcode"], ra["comm_kind"]) or (ra["roofline_s"] > 0 and ra["roofline_s"] >= threshold))
+        is_collective(ra["opcode"], ra["comm_kind"]) or (ra["roofline_s"] > 0 and ra["roofline_s"] >= threshold))
     if ra is None:
         status = "appeared"
     elif rb is None:
@@ -496,7 +357,7 @@ def _collective_rows(module: str, ops_a: list[dict], ops_b: list[dict]) -> list[
     stats: dict[str, list[float]] = {}
     for side, ops in ((0, ops_a), (1, ops_b)):
         for r in ops:
-            if _is_collective(r["opcode"], r["comm_kind"]):
+            if is_collective(r["opcode"], r["comm_kind"]):
                 s = stats.setdefault(r["comm_kind"], [0, 0, 0.0, 0.0])
                 s[side] += 1
                 s[2 + side] += 0.0 if math.isnan(r["comm_bytes"]) else r["comm_bytes"]
@@ -544,21 +405,20 @@ def compare(a: Report, b: Report, *, a_label: str = "A", b_label: str = "B",
         notes.append(f"modules only in {a_label} (vanished): {', '.join(only_a)}")
     if only_b:
         notes.append(f"modules only in {b_label} (appeared): {', '.join(only_b)}")
-    rows_a = {str(r["name"]): r for r in a.modules.to_dict(orient="records")}
-    rows_b = {str(r["name"]): r for r in b.modules.to_dict(orient="records")}
+    rows_a = {str(r["name"]): r for r in rows(a.modules)}
+    rows_b = {str(r["name"]): r for r in rows(b.modules)}
     total_a = float(pd.to_numeric(a.modules["roofline_s"], errors="coerce").fillna(0).sum())
     threshold = significant * total_a
-    ops_a_by_module = {str(k): g for k, g in a.ops.groupby("module", sort=False)} if len(a.ops) else {}
-    ops_b_by_module = {str(k): g for k, g in b.ops.groupby("module", sort=False)} if len(b.ops) else {}
-    empty = a.ops.iloc[0:0]
+    ops_a_by_module = _op_records(a.ops)
+    ops_b_by_module = _op_records(b.ops)
 
     op_rows: list[dict[str, Any]] = []
     module_rows: list[dict[str, Any]] = []
     collective_rows: list[dict[str, Any]] = []
     every = [*pairs, *((m, "") for m in only_a), *(("", m) for m in only_b)]
     for ma, mb in every:
-        oa = _op_records(ops_a_by_module.get(ma, empty)) if ma else []
-        ob = _op_records(ops_b_by_module.get(mb, empty)) if mb else []
+        oa = ops_a_by_module.get(ma, []) if ma else []
+        ob = ops_b_by_module.get(mb, []) if mb else []
         name = mb or ma
         both_measured = any(not math.isnan(r["measured_s"]) for r in oa) and \
             any(not math.isnan(r["measured_s"]) for r in ob)
@@ -576,162 +436,3 @@ def compare(a: Report, b: Report, *, a_label: str = "A", b_label: str = "B",
     ops = ops.reset_index(drop=True)
     return Diff(a_label, b_label, ops, pd.DataFrame(module_rows, columns=MODULE_DIFF_COLUMNS),
                 pd.DataFrame(collective_rows, columns=COLLECTIVE_DIFF_COLUMNS), a.chip, notes, significant, parsed)
-
-
-# --------------------------------------------------------------------------------------------------------------
-# The verdict
-# --------------------------------------------------------------------------------------------------------------
-
-
-def _judge(rule: Rule, a: float, b: float) -> int:
-    """+1 broken, -1 improved (past the threshold the other way), 0 neither."""
-    if abs(b - a) <= SAME * max(abs(a), abs(b)):
-        return 0
-    if rule.relative:
-        change = (b - a) / a if a else (math.inf if b > a else -math.inf)
-        margin = rule.threshold + SAME
-    else:
-        change = b - a
-        margin = rule.threshold + SAME * max(abs(a), abs(b))
-    signed = change * rule.direction
-    if signed > margin:
-        return 1
-    if signed < -margin:
-        return -1
-    return 0
-
-
-def _short(text: str, width: int) -> str:
-    return text if len(text) <= width else text[:width - 4] + "...)"
-
-
-def _op_label(r: dict[str, Any]) -> str:
-    """``opcode op_name dims`` for messages (op_name elided in the middle past 60 characters, long tuple dims
-    cut); ``dimsA->dimsB`` for a reshaped pair, `` dtypeA->dtypeB`` when the element type changed."""
-    name = r["op_name"] or "(no op_name)"
-    if len(name) > 60:
-        name = name[:20] + "..." + name[-37:]
-    dims = _short(r["dims"], 40)
-    if r["status"] not in ("appeared", "vanished") and r["reshaped"]:
-        dims = f"{_short(dims_of(r['shape_a']), 28)}->{_short(dims_of(r['shape_b']), 28)}"
-    label = " ".join(p for p in (r["opcode"], name, dims) if p)
-    if r["dtype_a"] and r["dtype_b"] and r["dtype_a"] != r["dtype_b"]:
-        label += f" {r['dtype_a']}->{r['dtype_b']}"
-    return label
-
-
-def _verdict(d: Diff, rules: tuple[Rule, ...]) -> Verdict:
-    reg: list[Finding] = []
-    imp: list[Finding] = []
-    notes: list[str] = list(d.notes)
-    modules = d.modules.to_dict(orient="records")
-    collectives = d.collectives.to_dict(orient="records")
-    ops = d.ops.to_dict(orient="records")
-
-    def where(m: dict[str, Any]) -> str:
-        a, b = m["module_a"], m["module_b"]
-        return a if a == b or not b else (b if not a else f"{a} -> {b}")
-
-    def add(rule: Rule, outcome: int, finding: Finding) -> None:
-        if outcome > 0:
-            reg.append(finding)
-        elif outcome < 0:
-            imp.append(finding)
-
-    # Module totals.
-    for rule in (r for r in rules if r.scope == "module"):
-        for m in modules:
-            a, b = m[f"{rule.field}_a"], m[f"{rule.field}_b"]
-            if _missing(a) or _missing(b):
-                reg.append(Finding(rule.text, "module", where(m), "total", rule.field, a, b, "not known on both sides"))
-                continue
-            add(rule, _judge(rule, a, b), Finding(rule.text, "module", where(m), "total", rule.field, a, b))
-
-    # Collective kinds; a kind new to B (or gone from it) is said once, by the count rule when there is one.
-    reported: set[tuple[str, str]] = set()
-    grown: set[tuple[str, str]] = set()
-    count_rules = [r for r in rules if r.scope == "collective" and r.field == "count"]
-    for rule in count_rules + [r for r in rules if r.scope == "collective" and r.field != "count"]:
-        for c in collectives:
-            key = (c["module"], c["comm_kind"])
-            a, b = c[f"{rule.field}_a"], c[f"{rule.field}_b"]
-            if rule.field != "count" and key in reported:
-                continue
-            outcome = _judge(rule, a, b)
-            if rule.field == "count" and c["count_a"] == 0 and outcome > 0:
-                n = int(c["count_b"])
-                f = Finding(rule.text, "collective", c["module"], c["comm_kind"], "new", None, c["comm_bytes_b"],
-                            f"new collective kind, {n} op{'s' if n != 1 else ''}")
-                reported.add(key)
-            elif rule.field == "count" and c["count_b"] == 0 and outcome < 0:
-                f = Finding(rule.text, "collective", c["module"], c["comm_kind"], "count", a, b)
-                reported.add(key)
-            else:
-                f = Finding(rule.text, "collective", c["module"], c["comm_kind"], rule.field, a, b,
-                            "new collective" if rule.field == "count" and outcome > 0 else "")
-            if rule.field == "count" and outcome > 0:
-                grown.add(key)
-            add(rule, outcome, f)
-    # Name the collective ops behind a new kind or a higher count: those A does not have.
-    for r in ops:
-        if r["status"] == "appeared" and _is_collective(r["opcode"], r["comm_kind"]):
-            label = _op_label(r)
-            if (r["module"], r["comm_kind"]) in grown:
-                rule = next(x.text for x in count_rules)
-                reg.append(Finding(rule, "collective", r["module"], label, "new", None, r["comm_bytes_b"],
-                                   f"new {r['comm_kind']}"))
-            else:
-                notes.append(f"new collective op: {label} ({quantity(r['comm_bytes_b'], 'B')} on the wire; its "
-                             "kind's count is unchanged)")
-
-    # Significant ops of A whose identity B has (a reshaped pair is another identity: its cost is in the totals).
-    op_found: list[tuple[int, Finding]] = []
-    same = [r for r in ops if r["significant"] and r["status"] not in ("appeared", "vanished") and not r["reshaped"]]
-    for rule in (r for r in rules if r.scope == "op"):
-        if rule.field in ("roofline_s", "measured_s", "flops", "bytes_accessed", "comm_bytes", "count"):
-            for m in modules:
-                name = m["module_b"] or m["module_a"]
-                mine = [r for r in same if r["module"] == name]
-                if mine and (all(_missing(r[f"{rule.field}_a"]) for r in mine)
-                             or all(_missing(r[f"{rule.field}_b"]) for r in mine)) and m["status"] == "paired":
-                    reg.append(Finding(rule.text, "op", where(m), "total", rule.field, math.nan, math.nan,
-                                       "not known on both sides"))
-        for r in same:
-            if rule.field == "bound":
-                ra, rb = BOUND_RANK.get(r["bound_a"]), BOUND_RANK.get(r["bound_b"])
-                if ra is None or rb is None:
-                    continue
-                outcome = _judge(rule, float(ra), float(rb))
-                finding = Finding(rule.text, "op", r["module"], _op_label(r), "bound", r["bound_a"], r["bound_b"])
-                op_found.append((outcome, finding))
-                continue
-            a, b = r[f"{rule.field}_a"], r[f"{rule.field}_b"]
-            if _missing(a) or _missing(b):
-                continue
-            op_found.append((_judge(rule, a, b), Finding(rule.text, "op", r["module"], _op_label(r), rule.field, a, b)))
-
-    def size(f: Finding) -> float:
-        if f.field == "bound":
-            return math.inf
-        return abs(f.new - f.old) if isinstance(f.old, (int, float)) and isinstance(f.new, (int, float)) else 0.0
-
-    for outcome, f in sorted(op_found, key=lambda x: size(x[1]), reverse=True):
-        if outcome > 0:
-            reg.append(f)
-        elif outcome < 0:
-            imp.append(f)
-
-    # Notes: significant ops reshaped or gone, new significant ops (their cost shows in the totals).
-    total_b = float(d.modules["roofline_s_b"].fillna(0).sum()) if len(d.modules) else 0.0
-    for r in ops:
-        if r["reshaped"] and r["significant"] and r["status"] not in ("appeared", "vanished"):
-            notes.append(f"reshaped: {_op_label(r)} ({quantity(r['roofline_s_a'], 's')} -> "
-                         f"{quantity(r['roofline_s_b'], 's')}, {r['bound_a']}-bound"
-                         + (f" -> {r['bound_b']}-bound)" if r["bound_a"] != r["bound_b"] else ")"))
-        elif r["status"] == "vanished" and r["significant"]:
-            notes.append(f"op gone: {_op_label(r)} (was {quantity(r['roofline_s_a'], 's')}, {r['bound_a']}-bound)")
-        elif r["status"] == "appeared" and not r["comm_kind"] and r["roofline_s_b"] > 0 \
-                and r["roofline_s_b"] >= d.significant * total_b:
-            notes.append(f"new op: {_op_label(r)} {r['dtype_b']} ({quantity(r['roofline_s_b'], 's')}, "
-                         f"{r['bound_b']}-bound)")
-    return Verdict(rules, tuple(reg), tuple(imp), tuple(notes), d.chip.id)

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Mapping
 
+from hloscope.parsers.events import NO_MODULE as NO_MODULE  # one definition, re-exported
 from hloscope.parsers._hlo_line import ParsedLine, canonical_line, parse_line
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -38,9 +39,6 @@ __all__ = ["LIBTPU_FLAG", "NO_MODULE", "LineCost", "LineCosts", "line_cost", "li
 #: Flag of a row whose FLOPs or bytes are libtpu's (the trace's ``xla_flops`` / ``xla_bytes_accessed``)
 #: because the instruction line alone does not determine them.
 LIBTPU_FLAG = "costed-by-libtpu"
-#: Module name of op events whose module is unknown (``""`` in the events table); the same name as
-#: ``hloscope.roofline.join.NO_MODULE``.
-NO_MODULE = "(no module)"
 #: Flags that say a row's FLOPs or bytes did not come from hloscope's rules.
 _NOT_BY_RULES = frozenset({LIBTPU_FLAG, "unknown-flops", "unknown-bytes"})
 

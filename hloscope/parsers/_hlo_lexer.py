@@ -32,7 +32,10 @@ SKIP = re.compile(r"(?:\s+|/\*.*?\*/|//[^\n]*)*", re.DOTALL)
 
 
 class ParserBase:
-    """The state of one parse and the reads every path shares; ``_hlo_text._Parser`` adds the grammar."""
+    """The state of one parse and the reads every path shares; ``_hlo_text._Parser`` adds the grammar.
+
+    The slots here are the whole parser's: the classes built on this one add methods only (``__slots__ = ()``).
+    """
 
     __slots__ = ("src", "source", "shapes", "metadata", "unknown_opcodes", "frames", "computation", "inline",
                  "line_starts", "done", "pending", "anon", "infer_for", "infer_index", "inline_depth", "lazy")

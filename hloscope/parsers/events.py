@@ -58,6 +58,8 @@ OP_COLUMNS = ("host", "device", "device_id", "stream", "program_id", "module", "
 OP_EXTRA_COLUMNS = ("hlo_text", "hlo_category", "xla_flops", "xla_bytes_accessed", "op_name", "source")
 STEP_COLUMNS = ("host", "device", "device_id", "name", "step", "start_ps", "duration_ps")
 MODULE_RUN_COLUMNS = ("host", "device", "device_id", "module", "program_id", "start_ps", "duration_ps")
+#: Module name the join stage gives op events whose ``module`` is unknown (``""``).
+NO_MODULE = "(no module)"
 
 
 @dataclass

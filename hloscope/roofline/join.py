@@ -27,8 +27,7 @@ if TYPE_CHECKING:
 
     from hloscope.parsers.events import TraceEvents
 
-#: Module name of op events outside any known module.
-NO_MODULE = "(no module)"
+from hloscope.parsers.events import NO_MODULE as NO_MODULE  # noqa: E402 - re-exported
 
 
 @dataclass

@@ -372,3 +372,15 @@ def test_diff_and_the_baseline_check_give_one_verdict(pytester, capsys, pair, to
     if regressed:
         result.stdout.fnmatch_lines(["*roofline regression* against .hloscope/test_step/test_step.json*",
                                      "test_step.py::test_step  tpu-v5e  *REGRESSED (*)"])
+
+
+def test_a_baseline_file_is_a_side_of_hloscope_diff(report, mlp, tmp_path, capsys):
+    path = tmp_path / "test_x.json"
+    bl.write_baseline(path, mlp)
+    program = str(HLO / "tpu-v5e_mlp_sharded.hlo.txt")
+    d = hloscope.diff(str(path), program, chip=CHIP, rules=0.05)
+    assert not d.verdict.regressed and set(d.ops.loc[d.ops["significant"], "status"]) == {"unchanged"}
+    large = str(HLO / "tpu-v5e_mlp_large.hlo.txt")
+    fail_on = [arg for r in default_rules(0.05) for arg in ("--fail-on", r.text)]
+    assert main(["diff", str(path), large, "--chip", CHIP, "--format", "json", *fail_on]) == 1
+    assert "fail-on: roofline_s:+5%: jit_mlp_train_step: roofline_s" in capsys.readouterr().err

@@ -1,0 +1,334 @@
+"""Verdicts: the rules of ``hloscope.compare.rules`` applied to a ``Diff`` -- regressions (rules broken),
+improvements (their mirrors), notes -- and the failure message the plugin shows.
+
+Scopes (docs/diff.md, "Rules"): module rules compare each module pair's totals; collective rules each module's
+collective kinds (a kind new to B, or gone from it, is said once, by the count rule when there is one, and the
+new collective ops are named); op rules each significant op of A whose identity B has (reshaped, gone and new
+ops are notes: their cost is in the totals).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from hloscope.compare.engine import BOUND_RANK, SAME, dims_of, is_collective, rows
+from hloscope.compare.rules import Rule, describe
+from hloscope.units import change as _change
+from hloscope.units import quantity
+
+if TYPE_CHECKING:
+    from hloscope.compare.engine import Diff
+
+__all__ = ["Finding", "Verdict", "apply_rules"]
+
+#: Fields for people, in messages.
+_LABELS = {"roofline_s": "roofline time", "measured_s": "measured time", "flops": "FLOPs",
+           "transcendentals": "transcendentals", "bytes_accessed": "HBM bytes", "comm_bytes": "wire bytes",
+           "compute_s": "compute time", "memory_s": "memory time", "comm_s": "comm time", "mfu": "MFU",
+           "count": "ops", "bound": "bound", "new": "wire bytes"}
+
+
+def _unit(name: str) -> str:
+    if name.endswith("_s"):
+        return "s"
+    if "bytes" in name or name == "new":
+        return "B"
+    if name == "flops":
+        return "FLOP"
+    return ""
+
+
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One rule broken (a regression) or its mirror passed (an improvement).
+
+    Attributes:
+        rule: the rule's text (``roofline_s:+5%``).
+        scope: ``module``, ``collective`` or ``op``.
+        module: the module (``a -> b`` when the names differ).
+        subject: ``total`` (module scope), the collective kind, or the op's label (``opcode op_name dims``).
+        field: the field; ``new`` for a collective op or kind that A lacks (``new`` is its wire bytes).
+        old, new: A's and B's values (numbers, or bound class names).
+        note: what else to say (``new collective kind, 1 op``, ``not known on both sides``).
+    """
+
+    rule: str
+    scope: str
+    module: str
+    subject: str
+    field: str
+    old: Any
+    new: Any
+    note: str = ""
+
+    @property
+    def unit(self) -> str:
+        return _unit(self.field)
+
+    @property
+    def metric(self) -> str:
+        """The field for people: ``roofline time``, ``HBM bytes``, ``wire bytes``, ``ops``, ``bound``."""
+        return _LABELS.get(self.field, self.field)
+
+    @property
+    def change(self) -> str:
+        """``+12.5%``, ``memory -> communication``, ``2 -> 3 ops``, ``new``."""
+        if self.field == "bound":
+            return f"{self.old} -> {self.new}"
+        if self.field == "new":
+            return "new"
+        if self.field == "count":
+            return f"{_count(self.old)} -> {_count(self.new)} ops"
+        if self.field == "mfu":
+            return f"{self.old:.1%} -> {self.new:.1%}" if not (_missing(self.old) or _missing(self.new)) else "-"
+        return _change(self.old, self.new)
+
+    def shown(self, value: Any) -> str:
+        if self.field == "bound":
+            return str(value) if value else "-"
+        if self.field == "count":
+            return _count(value)
+        if self.field == "mfu":
+            return "-" if _missing(value) else f"{value:.1%}"
+        return quantity(value, self.unit)
+
+    def line(self) -> str:
+        """One line: ``RULE: module: subject: metric A -> B (change)``."""
+        where = self.module + (f": {self.subject}" if self.subject != "total" else "")
+        if self.note == "not known on both sides":
+            return f"{self.rule}: {where}: {self.field} is not known on both sides"
+        if self.field == "new":
+            return f"{self.rule}: {where}: {self.note} ({quantity(self.new, 'B')} on the wire)"
+        text = f"{self.rule}: {where}: {self.field} {self.shown(self.old)} -> {self.shown(self.new)} ({self.change})"
+        return text + (f" ({self.note})" if self.note else "")
+
+
+def _count(value: Any) -> str:
+    return "-" if _missing(value) else f"{value:g}"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What rules say about a ``Diff``: regressions (rules broken), improvements (their mirrors) and notes.
+
+    ``bool(verdict)`` is ``verdict.regressed``.
+    """
+
+    rules: tuple[Rule, ...]
+    regressions: tuple[Finding, ...]
+    improvements: tuple[Finding, ...]
+    notes: tuple[str, ...]
+    chip: str = ""
+
+    @property
+    def regressed(self) -> bool:
+        return bool(self.regressions)
+
+    @property
+    def improved(self) -> bool:
+        return bool(self.improvements) and not self.regressions
+
+    def __bool__(self) -> bool:
+        return self.regressed
+
+    def lines(self) -> list[str]:
+        """The rules broken, one line each (``Finding.line``); [] when none."""
+        return [f.line() for f in self.regressions]
+
+    def format(self, against: str | None = None, limit: int = 20) -> str:
+        """The failure message: a headline and a table of what regressed (at most ``limit`` rows), then
+        improvements and notes, if any."""
+        n = len(self.regressions)
+        where = f" against {against}" if against else ""
+        lines = [f"{n} roofline regression{'s' if n != 1 else ''}{where} (chip {self.chip}, {describe(self.rules)}):"]
+        if self.regressions:
+            lines += _table(self.regressions, limit)
+        if self.improvements:
+            lines.append(f"improved ({len(self.improvements)}):")
+            lines += _table(self.improvements, limit)
+        for note in self.notes[:limit // 2]:
+            lines.append(f"note: {note}")
+        if len(self.notes) > limit // 2:
+            lines.append(f"note: ... and {len(self.notes) - limit // 2} more")
+        return "\n".join(lines)
+
+
+def _table(findings: Iterable[Finding], limit: int) -> list[str]:
+    findings = list(findings)
+    modules = {f.module for f in findings}
+    rows = [("what", "metric", "baseline", "now", "change")]
+    for f in findings[:limit]:
+        what = f.subject if len(modules) == 1 or f.scope != "module" else f.module
+        change = f.change + (f" ({f.note})" if f.note else "")
+        rows.append((what, f.metric, f.shown(f.old) if f.field != "new" else "-", f.shown(f.new), change))
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    out = ["  " + "  ".join(c.ljust(w) for c, w in zip(r[:4], widths)) + "  " + r[4] for r in rows]
+    if len(findings) > limit:
+        out.append(f"  ... and {len(findings) - limit} more")
+    return out
+
+
+
+
+def _judge(rule: Rule, a: float, b: float) -> int:
+    """+1 broken, -1 improved (past the threshold the other way), 0 neither."""
+    if abs(b - a) <= SAME * max(abs(a), abs(b)):
+        return 0
+    if rule.relative:
+        change = (b - a) / a if a else (math.inf if b > a else -math.inf)
+        margin = rule.threshold + SAME
+    else:
+        change = b - a
+        margin = rule.threshold + SAME * max(abs(a), abs(b))
+    signed = change * rule.direction
+    if signed > margin:
+        return 1
+    if signed < -margin:
+        return -1
+    return 0
+
+
+def _short(text: str, width: int) -> str:
+    return text if len(text) <= width else text[:width - 4] + "...)"
+
+
+def _op_label(r: dict[str, Any]) -> str:
+    """``opcode op_name dims`` for messages (op_name elided in the middle past 60 characters, long tuple dims
+    cut); ``dimsA->dimsB`` for a reshaped pair, `` dtypeA->dtypeB`` when the element type changed."""
+    name = r["op_name"] or "(no op_name)"
+    if len(name) > 60:
+        name = name[:20] + "..." + name[-37:]
+    dims = _short(r["dims"], 40)
+    if r["status"] not in ("appeared", "vanished") and r["reshaped"]:
+        dims = f"{_short(dims_of(r['shape_a']), 28)}->{_short(dims_of(r['shape_b']), 28)}"
+    label = " ".join(p for p in (r["opcode"], name, dims) if p)
+    if r["dtype_a"] and r["dtype_b"] and r["dtype_a"] != r["dtype_b"]:
+        label += f" {r['dtype_a']}->{r['dtype_b']}"
+    return label
+
+
+def apply_rules(d: Diff, rules: tuple[Rule, ...]) -> Verdict:
+    """The verdict of ``rules`` on ``d`` (``Diff.check`` parses rule text first)."""
+    reg: list[Finding] = []
+    imp: list[Finding] = []
+    notes: list[str] = list(d.notes)
+    modules = rows(d.modules)
+    collectives = rows(d.collectives)
+    ops = rows(d.ops)
+
+    def where(m: dict[str, Any]) -> str:
+        a, b = m["module_a"], m["module_b"]
+        return a if a == b or not b else (b if not a else f"{a} -> {b}")
+
+    def add(rule: Rule, outcome: int, finding: Finding) -> None:
+        if outcome > 0:
+            reg.append(finding)
+        elif outcome < 0:
+            imp.append(finding)
+
+    # Module totals.
+    for rule in (r for r in rules if r.scope == "module"):
+        for m in modules:
+            a, b = m[f"{rule.field}_a"], m[f"{rule.field}_b"]
+            if _missing(a) or _missing(b):
+                reg.append(Finding(rule.text, "module", where(m), "total", rule.field, a, b, "not known on both sides"))
+                continue
+            add(rule, _judge(rule, a, b), Finding(rule.text, "module", where(m), "total", rule.field, a, b))
+
+    # Collective kinds; a kind new to B (or gone from it) is said once, by the count rule when there is one.
+    reported: set[tuple[str, str]] = set()
+    grown: set[tuple[str, str]] = set()
+    count_rules = [r for r in rules if r.scope == "collective" and r.field == "count"]
+    for rule in count_rules + [r for r in rules if r.scope == "collective" and r.field != "count"]:
+        for c in collectives:
+            key = (c["module"], c["comm_kind"])
+            a, b = c[f"{rule.field}_a"], c[f"{rule.field}_b"]
+            if rule.field != "count" and key in reported:
+                continue
+            outcome = _judge(rule, a, b)
+            if rule.field == "count" and c["count_a"] == 0 and outcome > 0:
+                n = int(c["count_b"])
+                f = Finding(rule.text, "collective", c["module"], c["comm_kind"], "new", None, c["comm_bytes_b"],
+                            f"new collective kind, {n} op{'s' if n != 1 else ''}")
+                reported.add(key)
+            elif rule.field == "count" and c["count_b"] == 0 and outcome < 0:
+                f = Finding(rule.text, "collective", c["module"], c["comm_kind"], "count", a, b)
+                reported.add(key)
+            else:
+                f = Finding(rule.text, "collective", c["module"], c["comm_kind"], rule.field, a, b,
+                            "new collective" if rule.field == "count" and outcome > 0 else "")
+            if rule.field == "count" and outcome > 0:
+                grown.add(key)
+            add(rule, outcome, f)
+    # Name the collective ops behind a new kind or a higher count: those A does not have.
+    for r in ops:
+        if r["status"] == "appeared" and is_collective(r["opcode"], r["comm_kind"]):
+            label = _op_label(r)
+            if (r["module"], r["comm_kind"]) in grown:
+                rule = next(x.text for x in count_rules)
+                reg.append(Finding(rule, "collective", r["module"], label, "new", None, r["comm_bytes_b"],
+                                   f"new {r['comm_kind']}"))
+            else:
+                c = next((c for c in collectives if (c["module"], c["comm_kind"]) == (r["module"], r["comm_kind"])), {})
+                same_count = c.get("count_a") == c.get("count_b")
+                notes.append(f"new collective op: {label} ({quantity(r['comm_bytes_b'], 'B')} on the wire"
+                             + ("; its kind's count is unchanged)" if same_count else ")"))
+
+    # Significant ops of A whose identity B has (a reshaped pair is another identity: its cost is in the totals).
+    op_found: list[tuple[int, Finding]] = []
+    same = [r for r in ops if r["significant"] and r["status"] not in ("appeared", "vanished") and not r["reshaped"]]
+    for rule in (r for r in rules if r.scope == "op"):
+        if rule.field in ("roofline_s", "measured_s", "flops", "bytes_accessed", "comm_bytes", "count"):
+            for m in modules:
+                name = m["module_b"] or m["module_a"]
+                mine = [r for r in same if r["module"] == name]
+                if mine and (all(_missing(r[f"{rule.field}_a"]) for r in mine)
+                             or all(_missing(r[f"{rule.field}_b"]) for r in mine)) and m["status"] == "paired":
+                    reg.append(Finding(rule.text, "op", where(m), "total", rule.field, math.nan, math.nan,
+                                       "not known on both sides"))
+        for r in same:
+            if rule.field == "bound":
+                ra, rb = BOUND_RANK.get(r["bound_a"]), BOUND_RANK.get(r["bound_b"])
+                if ra is None or rb is None:
+                    continue
+                outcome = _judge(rule, float(ra), float(rb))
+                finding = Finding(rule.text, "op", r["module"], _op_label(r), "bound", r["bound_a"], r["bound_b"])
+                op_found.append((outcome, finding))
+                continue
+            a, b = r[f"{rule.field}_a"], r[f"{rule.field}_b"]
+            if _missing(a) or _missing(b):
+                continue
+            op_found.append((_judge(rule, a, b), Finding(rule.text, "op", r["module"], _op_label(r), rule.field, a, b)))
+
+    def size(f: Finding) -> float:
+        if f.field == "bound":
+            return math.inf
+        return abs(f.new - f.old) if isinstance(f.old, (int, float)) and isinstance(f.new, (int, float)) else 0.0
+
+    for outcome, f in sorted(op_found, key=lambda x: size(x[1]), reverse=True):
+        if outcome > 0:
+            reg.append(f)
+        elif outcome < 0:
+            imp.append(f)
+
+    # Notes: significant ops reshaped or gone, new significant ops (their cost shows in the totals).
+    total_b = float(d.modules["roofline_s_b"].fillna(0).sum()) if len(d.modules) else 0.0
+    for r in ops:
+        if r["reshaped"] and r["significant"] and r["status"] not in ("appeared", "vanished"):
+            notes.append(f"reshaped: {_op_label(r)} ({quantity(r['roofline_s_a'], 's')} -> "
+                         f"{quantity(r['roofline_s_b'], 's')}, {r['bound_a']}-bound"
+                         + (f" -> {r['bound_b']}-bound)" if r["bound_a"] != r["bound_b"] else ")"))
+        elif r["status"] == "vanished" and r["significant"]:
+            notes.append(f"op gone: {_op_label(r)} (was {quantity(r['roofline_s_a'], 's')}, {r['bound_a']}-bound)")
+        elif r["status"] == "appeared" and not r["comm_kind"] and r["roofline_s_b"] > 0 \
+                and r["roofline_s_b"] >= d.significant * total_b:
+            notes.append(f"new op: {_op_label(r)} {r['dtype_b']} ({quantity(r['roofline_s_b'], 's')}, "
+                         f"{r['bound_b']}-bound)")
+    return Verdict(rules, tuple(reg), tuple(imp), tuple(notes), d.chip.id)
