@@ -49,7 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
     diff.add_argument("--chip", metavar="ID", help="chip id or alias to score both against")
     diff.add_argument("--fail-on", metavar="RULE", action="append", default=[],
                       help="exit 1 when a module total changes past RULE, e.g. roofline_s:+5%% or "
-                      "comm_bytes:+0 (repeatable; see docs/diff.md)")
+                      "wire_bytes:+0 (repeatable; see docs/diff.md)")
     diff.add_argument("--top", metavar="N", type=_positive_int, default=25, help="ops shown per section")
     diff.add_argument("--format", choices=("table", "json", "html"), default="table")
     diff.add_argument("-o", "--output", metavar="FILE", help="write to FILE (atomically) instead of stdout")

@@ -46,10 +46,10 @@ _V1 = "hloscope.baseline/1"
 #: What a baseline stores of a report, per table, in file order: the report's own field names. The one list
 #: (a rename of a report field changes it here, and only here).
 STORED_FIELDS: Mapping[str, tuple[str, ...]] = {
-    "modules": ("name", "dtype", "roofline_s", "flops", "transcendentals", "bytes_accessed", "comm_bytes",
+    "modules": ("name", "dtype", "roofline_s", "flops", "transcendentals", "hbm_bytes", "wire_bytes",
                 "compute_s", "memory_s", "comm_s"),
     "ops": ("module", "opcode", "op_name", "shape", "category", "dtype", "bound", "comm_kind", "count",
-            "roofline_s", "flops", "bytes_accessed", "comm_bytes", "compute_s", "memory_s", "comm_s"),
+            "roofline_s", "flops", "hbm_bytes", "wire_bytes", "compute_s", "memory_s", "comm_s"),
 }
 #: Stored fields holding text (the rest are numbers or null).
 _TEXT = frozenset({"name", "dtype", "module", "opcode", "op_name", "shape", "category", "bound", "comm_kind"})
@@ -306,7 +306,7 @@ def from_json(text: str, path: str | os.PathLike[str] = "<string>") -> Baseline:
 
 
 #: ``hloscope.baseline/1`` names of the fields that ``/2`` stores under the report's names.
-_V1_NAMES = {"hbm_bytes": "bytes_accessed", "wire_bytes": "comm_bytes"}
+_V1_NAMES = {"hbm_bytes": "hbm_bytes", "wire_bytes": "wire_bytes"}
 _V1_MODULE = "(hloscope.baseline/1)"
 
 
@@ -354,7 +354,7 @@ def _from_v1(doc: dict[str, Any], path: str | os.PathLike[str]) -> Baseline:
         for kind, c in collectives.items():
             mine = [o for o in ops if o["comm_kind"] == kind and not o["opcode"].endswith("-done")]
             n, wire = int(_get(c, "ops", int)), float(_get(c, "wire_bytes", (int, float)))
-            if len(mine) != n or abs(sum(o["comm_bytes"] for o in mine) - wire) > 1e-5 * max(abs(wire), 1.0):
+            if len(mine) != n or abs(sum(o["wire_bytes"] for o in mine) - wire) > 1e-5 * max(abs(wire), 1.0):
                 raise outdated(f"its {kind} totals ({n} ops) are not those of its ops ({len(mine)})")
         chip = _get(doc, "chip", str)
     except BaselineError:

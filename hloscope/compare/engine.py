@@ -59,9 +59,9 @@ DEFAULT_SIGNIFICANT = 0.01
 #: Values within this relative margin are the same (float summation noise; baselines keep 9 digits).
 SAME = 1e-8
 #: Op fields compared, in order (columns of the report's ops table).
-OP_FIELDS = ("roofline_s", "measured_s", "flops", "bytes_accessed", "comm_bytes", "count")
+OP_FIELDS = ("roofline_s", "measured_s", "flops", "hbm_bytes", "wire_bytes", "count")
 #: Module fields compared (columns of the report's modules table); the module metrics of the rules.
-MODULE_FIELDS = ("roofline_s", "measured_s", "flops", "transcendentals", "bytes_accessed", "comm_bytes",
+MODULE_FIELDS = ("roofline_s", "measured_s", "flops", "transcendentals", "hbm_bytes", "wire_bytes",
                  "compute_s", "memory_s", "comm_s", "mfu")
 #: Bound classes from best to worst: ``op.bound`` compares these ranks.
 BOUND_RANK = {"compute": 0, "memory": 1, "communication": 2}
@@ -77,8 +77,8 @@ OP_DIFF_COLUMNS = [
 MODULE_DIFF_COLUMNS = ["module_a", "module_b", "status",
                        *(f"{f}_{s}" for f in MODULE_FIELDS for s in ("a", "b", "delta", "rel"))]
 #: The columns of ``Diff.collectives`` (one row per module pair and collective kind), in order.
-COLLECTIVE_DIFF_COLUMNS = ["module", "comm_kind", "count_a", "count_b", "comm_bytes_a", "comm_bytes_b",
-                           "comm_bytes_delta", "comm_bytes_rel"]
+COLLECTIVE_DIFF_COLUMNS = ["module", "comm_kind", "count_a", "count_b", "wire_bytes_a", "wire_bytes_b",
+                           "wire_bytes_delta", "wire_bytes_rel"]
 
 _DTYPE_RE = re.compile(r"[a-z][a-z0-9]*\[")
 _LAYOUT_RE = re.compile(r"\{[^{}]*\}")
@@ -360,12 +360,12 @@ def _collective_rows(module: str, ops_a: list[dict], ops_b: list[dict]) -> list[
             if is_collective(r["opcode"], r["comm_kind"]):
                 s = stats.setdefault(r["comm_kind"], [0, 0, 0.0, 0.0])
                 s[side] += 1
-                s[2 + side] += 0.0 if math.isnan(r["comm_bytes"]) else r["comm_bytes"]
+                s[2 + side] += 0.0 if math.isnan(r["wire_bytes"]) else r["wire_bytes"]
     rows = []
     for kind in sorted(stats):
         na, nb, wa, wb = stats[kind]
-        rows.append({"module": module, "comm_kind": kind, "count_a": na, "count_b": nb, "comm_bytes_a": wa,
-                     "comm_bytes_b": wb, "comm_bytes_delta": wb - wa, "comm_bytes_rel": (wb - wa) / wa if wa else math.nan})
+        rows.append({"module": module, "comm_kind": kind, "count_a": na, "count_b": nb, "wire_bytes_a": wa,
+                     "wire_bytes_b": wb, "wire_bytes_delta": wb - wa, "wire_bytes_rel": (wb - wa) / wa if wa else math.nan})
     return rows
 
 

@@ -5,7 +5,7 @@ baselines (docs/diff.md, "Rules").
 
 * ``FIELD`` -- a module total (``MODULE_METRICS``): ``roofline_s:+5%`` fails when a module's roofline time grows
   by more than 5%;
-* ``collective.FIELD`` -- per collective kind of a module (``COLLECTIVE_METRICS``): ``collective.comm_bytes:+5%``
+* ``collective.FIELD`` -- per collective kind of a module (``COLLECTIVE_METRICS``): ``collective.wire_bytes:+5%``
   its wire bytes, ``collective.count:+0`` its number of ops (a kind B has and A lacks counts from 0: a **new
   collective**);
 * ``op.FIELD`` -- per op of A that is significant (``OP_METRICS``; roofline time at least ``significant`` of A's
@@ -20,8 +20,8 @@ without it the number is in the field's unit (seconds, FLOPs, bytes, ops). A cha
 
 A tolerance (``5%``, ``0.05``: the plugin's ``--hloscope-tolerance``) means ``default_rules(tolerance)``.
 
->>> [r.text for r in parse_rules("roofline_s:+5%, comm_bytes:+0")]
-['roofline_s:+5%', 'comm_bytes:+0']
+>>> [r.text for r in parse_rules("roofline_s:+5%, wire_bytes:+0")]
+['roofline_s:+5%', 'wire_bytes:+0']
 >>> describe(default_rules(0.05))
 'tolerance 5%'
 """
@@ -42,17 +42,17 @@ __all__ = [
 DEFAULT_TOLERANCE = 0.05
 
 #: Module totals a rule may name (columns of the report's modules table).
-MODULE_METRICS = ("roofline_s", "measured_s", "flops", "transcendentals", "bytes_accessed", "comm_bytes",
+MODULE_METRICS = ("roofline_s", "measured_s", "flops", "transcendentals", "hbm_bytes", "wire_bytes",
                   "compute_s", "memory_s", "comm_s", "mfu")
 #: Per collective kind: the wire bytes and the number of ops of that kind.
-COLLECTIVE_METRICS = ("comm_bytes", "count")
+COLLECTIVE_METRICS = ("wire_bytes", "count")
 #: Per significant op of A (columns of the report's ops table, and ``bound`` ranked 0 compute, 1 memory,
 #: 2 communication).
-OP_METRICS = ("roofline_s", "measured_s", "flops", "bytes_accessed", "comm_bytes", "count", "bound")
+OP_METRICS = ("roofline_s", "measured_s", "flops", "hbm_bytes", "wire_bytes", "count", "bound")
 #: scope -> the fields it allows; ``module`` is written without a prefix.
 SCOPES = {"module": MODULE_METRICS, "collective": COLLECTIVE_METRICS, "op": OP_METRICS}
 
-SYNTAX = ("METRIC:[+|-]NUMBER[%], e.g. roofline_s:+5%, comm_bytes:+0, collective.count:+0 or op.bound:+0, with "
+SYNTAX = ("METRIC:[+|-]NUMBER[%], e.g. roofline_s:+5%, wire_bytes:+0, collective.count:+0 or op.bound:+0, with "
           f"METRIC one of {', '.join(MODULE_METRICS)}; collective.{{{','.join(COLLECTIVE_METRICS)}}}; "
           f"op.{{{','.join(OP_METRICS)}}} (docs/diff.md)")
 
@@ -143,12 +143,12 @@ def default_rules(tolerance: float = DEFAULT_TOLERANCE) -> tuple[Rule, ...]:
     (relative); no new collective (kind or op count) and no op whose bound class gets worse.
 
     >>> [r.text for r in default_rules(0.05)]  # doctest: +NORMALIZE_WHITESPACE
-    ['roofline_s:+5%', 'flops:+5%', 'bytes_accessed:+5%', 'comm_bytes:+5%', 'collective.comm_bytes:+5%',
+    ['roofline_s:+5%', 'flops:+5%', 'hbm_bytes:+5%', 'wire_bytes:+5%', 'collective.wire_bytes:+5%',
      'collective.count:+0', 'op.roofline_s:+5%', 'op.bound:+0']
     """
     pct = _number(round(tolerance * 100, 10)) + "%"
-    return parse_rules([f"roofline_s:+{pct}", f"flops:+{pct}", f"bytes_accessed:+{pct}", f"comm_bytes:+{pct}",
-                        f"collective.comm_bytes:+{pct}", "collective.count:+0", f"op.roofline_s:+{pct}",
+    return parse_rules([f"roofline_s:+{pct}", f"flops:+{pct}", f"hbm_bytes:+{pct}", f"wire_bytes:+{pct}",
+                        f"collective.wire_bytes:+{pct}", "collective.count:+0", f"op.roofline_s:+{pct}",
                         "op.bound:+0"])
 
 

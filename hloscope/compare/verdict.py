@@ -26,7 +26,7 @@ __all__ = ["Finding", "Verdict", "apply_rules"]
 
 #: Fields for people, in messages.
 _LABELS = {"roofline_s": "roofline time", "measured_s": "measured time", "flops": "FLOPs",
-           "transcendentals": "transcendentals", "bytes_accessed": "HBM bytes", "comm_bytes": "wire bytes",
+           "transcendentals": "transcendentals", "hbm_bytes": "HBM bytes", "wire_bytes": "wire bytes",
            "compute_s": "compute time", "memory_s": "memory time", "comm_s": "comm time", "mfu": "MFU",
            "count": "ops", "bound": "bound", "new": "wire bytes"}
 
@@ -255,7 +255,7 @@ def apply_rules(d: Diff, rules: tuple[Rule, ...]) -> Verdict:
             outcome = _judge(rule, a, b)
             if rule.field == "count" and c["count_a"] == 0 and outcome > 0:
                 n = int(c["count_b"])
-                f = Finding(rule.text, "collective", c["module"], c["comm_kind"], "new", None, c["comm_bytes_b"],
+                f = Finding(rule.text, "collective", c["module"], c["comm_kind"], "new", None, c["wire_bytes_b"],
                             f"new collective kind, {n} op{'s' if n != 1 else ''}")
                 reported.add(key)
             elif rule.field == "count" and c["count_b"] == 0 and outcome < 0:
@@ -273,19 +273,19 @@ def apply_rules(d: Diff, rules: tuple[Rule, ...]) -> Verdict:
             label = _op_label(r)
             if (r["module"], r["comm_kind"]) in grown:
                 rule = next(x.text for x in count_rules)
-                reg.append(Finding(rule, "collective", r["module"], label, "new", None, r["comm_bytes_b"],
+                reg.append(Finding(rule, "collective", r["module"], label, "new", None, r["wire_bytes_b"],
                                    f"new {r['comm_kind']}"))
             else:
                 c = next((c for c in collectives if (c["module"], c["comm_kind"]) == (r["module"], r["comm_kind"])), {})
                 same_count = c.get("count_a") == c.get("count_b")
-                notes.append(f"new collective op: {label} ({quantity(r['comm_bytes_b'], 'B')} on the wire"
+                notes.append(f"new collective op: {label} ({quantity(r['wire_bytes_b'], 'B')} on the wire"
                              + ("; its kind's count is unchanged)" if same_count else ")"))
 
     # Significant ops of A whose identity B has (a reshaped pair is another identity: its cost is in the totals).
     op_found: list[tuple[int, Finding]] = []
     same = [r for r in ops if r["significant"] and r["status"] not in ("appeared", "vanished") and not r["reshaped"]]
     for rule in (r for r in rules if r.scope == "op"):
-        if rule.field in ("roofline_s", "measured_s", "flops", "bytes_accessed", "comm_bytes", "count"):
+        if rule.field in ("roofline_s", "measured_s", "flops", "hbm_bytes", "wire_bytes", "count"):
             for m in modules:
                 name = m["module_b"] or m["module_a"]
                 mine = [r for r in same if r["module"] == name]

@@ -54,7 +54,7 @@ def _tail(text: str, width: int) -> str:
 
 def _sections(d: Diff, top: int) -> list[tuple[str, pd.DataFrame]]:
     ops = d.ops
-    comm = ops[(ops["comm_kind"] != "") & (ops["comm_bytes_delta"].abs() > 0)]
+    comm = ops[(ops["comm_kind"] != "") & (ops["wire_bytes_delta"].abs() > 0)]
     return [
         ("slower", ops[ops["status"] == "slower"].head(top)),
         ("faster", ops[ops["status"] == "faster"].head(top)),
@@ -111,9 +111,9 @@ def render_diff_table(d: Diff, file: IO[str] | None = None, top: int = 25, width
                       escape(_op_cell(r["instruction_b"], r["shape_b"])),
                       duration(r["time_a"]), duration(r["time_b"]),
                       percent((r["time_b"] - r["time_a"]) / r["time_a"] if r["time_a"] else math.nan),
-                      signed(r["flops_delta"], ""), signed(r["bytes_accessed_delta"], "B"),
-                      si(r["comm_bytes_b"], "B")
-                      + (f" ({signed(r['comm_bytes_delta'], 'B')})" if r["comm_bytes_delta"] else ""),
+                      signed(r["flops_delta"], ""), signed(r["hbm_bytes_delta"], "B"),
+                      si(r["wire_bytes_b"], "B")
+                      + (f" ({signed(r['wire_bytes_delta'], 'B')})" if r["wire_bytes_delta"] else ""),
                       escape(r["bound_a"] if r["bound_a"] == r["bound_b"] else f"{r['bound_a']} -> {r['bound_b']}"))
         console.print(t)
 
@@ -145,7 +145,7 @@ def render_diff_html(d: Diff, top: int = 200) -> str:
         for _, r in rows.iterrows():
             cells = [r["op_name"], r["opcode"], f"{r['instruction_a']} {r['shape_a']}",
                      f"{r['instruction_b']} {r['shape_b']}", duration(r["time_a"]), duration(r["time_b"]),
-                     si(r["comm_bytes_a"], "B"), si(r["comm_bytes_b"], "B"), f"{r['bound_a']} -> {r['bound_b']}"]
+                     si(r["wire_bytes_a"], "B"), si(r["wire_bytes_b"], "B"), f"{r['bound_a']} -> {r['bound_b']}"]
             parts.append("<tr>" + "".join(f"<td>{escape(str(c))}</td>" for c in cells) + "</tr>")
         parts.append("</table>")
     parts.append("</body></html>\n")

@@ -32,7 +32,7 @@ OTHER_COLOR = "#757575"
 TABLE_COLUMNS = [
     ("instruction", "instruction", "text"), ("opcode", "opcode", "text"), ("category", "category", "text"),
     ("op_name", "op_name", "text"), ("source", "source", "text"), ("count", "count", "num"),
-    ("flops", "FLOPs", "si"), ("bytes_accessed", "HBM bytes", "bytes"), ("comm_bytes", "wire bytes", "bytes"),
+    ("flops", "FLOPs", "si"), ("hbm_bytes", "HBM bytes", "bytes"), ("wire_bytes", "wire bytes", "bytes"),
     ("intensity", "FLOPs/byte", "num"), ("bound", "bound", "text"), ("roofline_s", "roofline", "time"),
     ("measured_s", "measured", "time"), ("efficiency", "efficiency", "pct"), ("flags", "flags", "text"),
 ]
@@ -151,7 +151,7 @@ def _chart(report: Report) -> str:
             tip = (f'{p["instruction"]} ({p["opcode"]})\nop_name: {p["op_name"] or "-"}\n'
                    f'source: {p["source"] or "-"}\n'
                    f'{"measured" if p["traced"] else "roofline"} time: {duration(p["time_s"])}\n'
-                   f'FLOPs: {si(p["flops"], "")}  HBM bytes: {si(p["bytes_accessed"], "B")}\n'
+                   f'FLOPs: {si(p["flops"], "")}  HBM bytes: {si(p["hbm_bytes"], "B")}\n'
                    f'intensity: {p["intensity"]:.3g} FLOPs/byte  bound: {p["bound"]}')
             parts.append(f'<circle class=op cx="{ax.x(p["intensity"]):.1f}" cy="{ax.y(p["flops_per_s"]):.1f}" '
                          f'r="{r:.1f}" fill="{color}" data-tip="{escape(tip)}"><title>{escape(tip)}</title>'
@@ -190,8 +190,8 @@ def _modules(report: Report) -> str:
         rows.append("<tr>" + "".join([
             f"<td>{escape(str(m['name']))}</td>", f"<td class=n>{escape(duration(time_s))}</td>",
             f"<td class=n>{escape(duration(m['roofline_s']))}</td>",
-            f"<td class=n>{escape(si(m['flops'], ''))}</td>", f"<td class=n>{escape(si(m['bytes_accessed'], 'B'))}</td>",
-            f"<td class=n>{escape(si(m['comm_bytes'], 'B'))}</td>",
+            f"<td class=n>{escape(si(m['flops'], ''))}</td>", f"<td class=n>{escape(si(m['hbm_bytes'], 'B'))}</td>",
+            f"<td class=n>{escape(si(m['wire_bytes'], 'B'))}</td>",
             f"<td class=n>{_percent(m['mfu'])}</td>",
             f"<td class=n>{escape(duration(m['compute_bound_s']))}</td>",
             f"<td class=n>{escape(duration(m['memory_bound_s']))}</td>",

@@ -35,8 +35,8 @@ def render(report: Report, top: int = 25, file: IO[str] | None = None, width: in
                 "compute-bound", "memory-bound", "comm-bound"):
         summary.add_column(col, justify="left" if col == "module" else "right")
     for m in report.modules.to_dict(orient="records"):
-        summary.add_row(m["name"], _si(m["flops"], "FLOP"), _si(m["bytes_accessed"], "B"),
-                        _si(m["comm_bytes"], "B"), _time(m["roofline_s"]), _time(m["measured_s"]),
+        summary.add_row(m["name"], _si(m["flops"], "FLOP"), _si(m["hbm_bytes"], "B"),
+                        _si(m["wire_bytes"], "B"), _time(m["roofline_s"]), _time(m["measured_s"]),
                         "-" if math.isnan(m["mfu"]) else f"{m['mfu']:.1%}", _time(m["compute_bound_s"]),
                         _time(m["memory_bound_s"]), _time(m["communication_bound_s"]))
     console.print(summary)
@@ -54,7 +54,7 @@ def render(report: Report, top: int = 25, file: IO[str] | None = None, width: in
     for r in report.ops.head(top).to_dict(orient="records"):
         style = _BOUND_STYLE.get(r["bound"], "")
         row = [r["instruction"], r["category"], (r["op_name"] or "")[-40:], _si(r["flops"], ""),
-               _si(r["bytes_accessed"], "B"), _si(r["comm_bytes"], "B"),
+               _si(r["hbm_bytes"], "B"), _si(r["wire_bytes"], "B"),
                f"[{style}]{r['bound']}[/{style}]" if style else str(r["bound"]), _time(r["roofline_s"])]
         if traced:
             eff = r["efficiency"]

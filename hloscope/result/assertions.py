@@ -61,18 +61,18 @@ class ReportAssertions:
 
     @property
     def hbm_bytes(self) -> float:
-        """Total HBM traffic per run, bytes read plus written (the modules' ``bytes_accessed``)."""
-        return float(self.modules["bytes_accessed"].sum())
+        """Total HBM traffic per run, bytes read plus written (the modules' ``hbm_bytes``)."""
+        return float(self.modules["hbm_bytes"].sum())
 
     @property
     def wire_bytes(self) -> float:
-        """Bytes each device sends on the wire per run, all collectives (the modules' ``comm_bytes``)."""
-        return float(self.modules["comm_bytes"].sum())
+        """Bytes each device sends on the wire per run, all collectives (the modules' ``wire_bytes``)."""
+        return float(self.modules["wire_bytes"].sum())
 
     def wire_bytes_by_kind(self) -> dict[str, float]:
         """Wire bytes per collective kind (``{"all-reduce": 1.6e5, ...}``), bytes per device per run."""
         ops = self._collectives(None)
-        return {str(k): float(v) for k, v in ops.groupby("comm_kind")["comm_bytes"].sum().items()}
+        return {str(k): float(v) for k, v in ops.groupby("comm_kind")["wire_bytes"].sum().items()}
 
     @property
     def mfu(self) -> float:
@@ -189,8 +189,8 @@ class ReportAssertions:
             return
         what = kind or "collective"
         raise AssertionError(f"{len(rows)} {what} op{'s' if len(rows) != 1 else ''} found on {self.chip.id} "
-                             f"({format_quantity(float(rows['comm_bytes'].sum()), 'B')} on the wire):\n"
-                             + _ops_table(rows, ("comm_kind", "group_size", "comm_bytes", "roofline_s")))
+                             f"({format_quantity(float(rows['wire_bytes'].sum()), 'B')} on the wire):\n"
+                             + _ops_table(rows, ("comm_kind", "group_size", "wire_bytes", "roofline_s")))
 
     def _collectives(self, kind: str | None) -> pd.DataFrame:
         if kind is not None and kind not in COLLECTIVE_KINDS:
@@ -239,7 +239,7 @@ class ReportAssertions:
             AssertionError: with the five ops moving the most bytes.
         """
         __tracebackhide__ = True
-        self._assert_max("HBM bytes", self.hbm_bytes, nbytes, "B", "bytes_accessed")
+        self._assert_max("HBM bytes", self.hbm_bytes, nbytes, "B", "hbm_bytes")
 
     def assert_max_wire_bytes(self, nbytes: float, kind: str | None = None) -> None:
         """Bytes each device sends on the wire per run (of collective ``kind``, or all) at most ``nbytes``.
@@ -250,8 +250,8 @@ class ReportAssertions:
         """
         __tracebackhide__ = True
         rows = self._collectives(kind)
-        self._assert_max(f"{kind or 'collective'} wire bytes", float(rows["comm_bytes"].sum()), nbytes, "B",
-                         "comm_bytes", rows)
+        self._assert_max(f"{kind or 'collective'} wire bytes", float(rows["wire_bytes"].sum()), nbytes, "B",
+                         "wire_bytes", rows)
 
     def _assert_max(self, what: str, got: float, limit: float, unit: str, col: str,
                     rows: pd.DataFrame | None = None) -> None:
@@ -299,8 +299,8 @@ def _fraction(value: float | str, where: str) -> float:
     return v
 
 
-_UNITS = {"compute_s": "s", "memory_s": "s", "comm_s": "s", "roofline_s": "s", "comm_bytes": "B",
-          "bytes_accessed": "B", "flops": "FLOP"}
+_UNITS = {"compute_s": "s", "memory_s": "s", "comm_s": "s", "roofline_s": "s", "wire_bytes": "B",
+          "hbm_bytes": "B", "flops": "FLOP"}
 
 
 def _ops_table(rows: pd.DataFrame, cols: Iterable[str], limit: int = 10) -> str:

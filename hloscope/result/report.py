@@ -18,7 +18,11 @@ if TYPE_CHECKING:
 
     from hloscope.roofline.chips import ChipSpec
 
-SCHEMA = "hloscope.report/1"
+SCHEMA = "hloscope.report/2"
+#: Field names of ``hloscope.report/1`` documents and their ``/2`` names (one name per quantity: HBM traffic is
+#: ``hbm_*bytes``, bytes on the wire ``wire_bytes``); ``from_dict`` reads ``/1`` documents through it.
+RENAMED_IN_2 = {"bytes_accessed": "hbm_bytes", "bytes_read": "hbm_read_bytes", "bytes_written": "hbm_write_bytes",
+                "comm_bytes": "wire_bytes"}
 
 
 @dataclass(repr=False)
@@ -77,11 +81,11 @@ class Report(ReportAssertions):
     def from_dict(cls, data: dict[str, Any], source: str = "<dict>") -> Report:
         """A report from its JSON document (``to_dict``), e.g. one written by ``hloscope report --format json``.
 
-        Columns a document lacks (an older ``hloscope.report/1`` writer) are filled with nulls; a document
-        without ``compiled_for`` reads as ``{}``.
+        Columns a document lacks (an older writer) are filled with nulls; a document without ``compiled_for``
+        reads as ``{}``. ``hloscope.report/1`` documents are read too, their fields renamed (``RENAMED_IN_2``).
 
         Raises:
-            ReportSchemaError: (a ``ValueError``) not a ``hloscope.report/1`` document -- the message names
+            ReportSchemaError: (a ``ValueError``) not a ``hloscope.report/1`` or ``/2`` document -- the message names
                 ``source`` and the schema found -- or one whose ``chip`` is missing or malformed.
         """
         import pandas as pd
@@ -90,7 +94,10 @@ class Report(ReportAssertions):
         from hloscope.roofline.chips import chip_from_dict
 
         found = data.get("schema") if isinstance(data, dict) else None
-        if found != SCHEMA:
+        if found == "hloscope.report/1":
+            data = dict(data, ops=[_renamed(r) for r in data.get("ops") or []],
+                        modules=[_renamed(r) for r in data.get("modules") or []])
+        elif found != SCHEMA:
             raise ReportSchemaError(source, f"expected a report JSON with \"schema\": \"{SCHEMA}\", found "
                                     f"{found!r}")
         if not isinstance(data.get("chip"), dict):
@@ -110,11 +117,15 @@ class Report(ReportAssertions):
                    list(data.get("notes") or []), dict(data.get("compiled_for") or {}))
 
 
+def _renamed(row: Any) -> Any:
+    return {RENAMED_IN_2.get(k, k): v for k, v in row.items()} if isinstance(row, dict) else row
+
+
 def load_report(path: str | os.PathLike[str]) -> Report:
     """Read a report JSON file written by ``hloscope report --format json``.
 
     Raises:
-        ReportSchemaError: (a ``ValueError``) the file is not JSON, or not a ``hloscope.report/1`` document
+        ReportSchemaError: (a ``ValueError``) the file is not JSON, or not a ``hloscope.report/1`` or ``/2`` document
             (names the file).
         FileNotFoundError: no such file.
     """

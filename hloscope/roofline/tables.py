@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 #: The ops table's columns, in order: a contract (docs/report.md).
 OP_COLUMNS = [
     "module", "computation", "instruction", "opcode", "category", "op_name", "source", "count",
-    "flops", "transcendentals", "bytes_accessed", "bytes_read", "bytes_written", "comm_bytes", "comm_kind",
+    "flops", "transcendentals", "hbm_bytes", "hbm_read_bytes", "hbm_write_bytes", "wire_bytes", "comm_kind",
     "group_size", "dtype", "intensity", "critical_intensity", "compute_s", "memory_s", "comm_s", "roofline_s",
     "bound", "measured_s", "occurrences", "step_fraction", "efficiency", "achieved_flops_per_s",
     "achieved_bytes_per_s", "lost_s", "flags", "shape",
@@ -27,7 +27,7 @@ OP_COLUMNS = [
 
 #: The modules table's columns, in order.
 MODULE_COLUMNS = [
-    "name", "flops", "transcendentals", "bytes_accessed", "comm_bytes", "compute_s", "memory_s", "comm_s",
+    "name", "flops", "transcendentals", "hbm_bytes", "wire_bytes", "compute_s", "memory_s", "comm_s",
     "roofline_s", "measured_s", "mfu", "dtype", "compute_bound_s", "memory_bound_s", "communication_bound_s",
     "flags",
 ]
@@ -121,9 +121,9 @@ def ops_frame(costs: list[ModuleCost], chip: ChipSpec, measured: Mapping[tuple[s
                 "module": mname, "computation": row.computation, "instruction": inst.name, "opcode": inst.opcode,
                 "category": category(inst, module), "op_name": md.op_name if md else "",
                 "source": md.source if md else "", "count": n, "flops": flops,
-                "transcendentals": cost.transcendentals * n, "bytes_accessed": hbm,
-                "bytes_read": cost.bytes_read * n, "bytes_written": cost.bytes_written * n,
-                "comm_bytes": cost.comm_bytes * n, "comm_kind": cost.comm_kind, "group_size": cost.group_size,
+                "transcendentals": cost.transcendentals * n, "hbm_bytes": hbm,
+                "hbm_read_bytes": cost.bytes_read * n, "hbm_write_bytes": cost.bytes_written * n,
+                "wire_bytes": cost.comm_bytes * n, "comm_kind": cost.comm_kind, "group_size": cost.group_size,
                 "dtype": dtype, "intensity": s.intensity, "critical_intensity": s.critical_intensity,
                 "compute_s": s.compute_s * n, "memory_s": s.memory_s * n, "comm_s": s.comm_s * n,
                 "roofline_s": roofline_s, "bound": s.bound.value, "measured_s": measured_s,
@@ -168,7 +168,7 @@ def modules_frame(costs: list[ModuleCost], ops: pd.DataFrame, chip: ChipSpec,
         by_bound = time_col.groupby(mine["bound"]).sum()
         rows.append({
             "name": name, "flops": mc.flops, "transcendentals": mc.transcendentals,
-            "bytes_accessed": mc.bytes_accessed, "comm_bytes": mc.comm_bytes,
+            "hbm_bytes": mc.bytes_accessed, "wire_bytes": mc.comm_bytes,
             "compute_s": mine["compute_s"].sum(), "memory_s": mine["memory_s"].sum(),
             "comm_s": mine["comm_s"].sum(), "roofline_s": mine["roofline_s"].sum(), "measured_s": measured,
             "mfu": mfu(mc.flops, measured, chip, dtype),

@@ -16,15 +16,15 @@ _TEXT = ("module", "computation", "instruction", "opcode", "category", "op_name"
 
 
 def op(instruction: str, opcode: str, op_name: str, shape: str, roofline_s: float, *, module: str = "m",
-       bound: str = "memory", comm_kind: str = "", comm_bytes: float = 0.0, flops: float = 0.0,
-       bytes_accessed: float = 0.0, category: str = "", measured_s: float = math.nan, **extra: Any) -> dict:
+       bound: str = "memory", comm_kind: str = "", wire_bytes: float = 0.0, flops: float = 0.0,
+       hbm_bytes: float = 0.0, category: str = "", measured_s: float = math.nan, **extra: Any) -> dict:
     """One row of the ops table (the other columns null)."""
     dtype = shape.split("[", 1)[0].lstrip("(") if "[" in shape else ""
     row = {c: ("" if c in _TEXT else math.nan) for c in OP_COLUMNS}
     row.update(module=module, computation="main", instruction=instruction, opcode=opcode,
                category=category or ("collective" if comm_kind else "elementwise"), op_name=op_name, shape=shape,
-               dtype=dtype, bound=bound, roofline_s=roofline_s, comm_kind=comm_kind, comm_bytes=comm_bytes,
-               flops=flops, bytes_accessed=bytes_accessed, count=1.0, measured_s=measured_s,
+               dtype=dtype, bound=bound, roofline_s=roofline_s, comm_kind=comm_kind, wire_bytes=wire_bytes,
+               flops=flops, hbm_bytes=hbm_bytes, count=1.0, measured_s=measured_s,
                compute_s=0.0, memory_s=roofline_s if bound == "memory" else 0.0,
                comm_s=roofline_s if bound == "communication" else 0.0)
     row.update(extra)
@@ -42,8 +42,8 @@ def report(rows: list[dict], chip: str = "tpu-v5e", modules: list[str] | None = 
         measured = [r["measured_s"] for r in mine if not math.isnan(r["measured_s"])]
         mods.append({c: math.nan for c in MODULE_COLUMNS} | {
             "name": name, "flops": sum(r["flops"] for r in mine), "transcendentals": 0.0,
-            "bytes_accessed": sum(r["bytes_accessed"] for r in mine),
-            "comm_bytes": sum(r["comm_bytes"] for r in mine),
+            "hbm_bytes": sum(r["hbm_bytes"] for r in mine),
+            "wire_bytes": sum(r["wire_bytes"] for r in mine),
             "compute_s": sum(r["compute_s"] for r in mine), "memory_s": sum(r["memory_s"] for r in mine),
             "comm_s": sum(r["comm_s"] for r in mine), "roofline_s": sum(r["roofline_s"] for r in mine),
             "measured_s": sum(measured) if measured else math.nan, "dtype": "f32", "flags": ""})

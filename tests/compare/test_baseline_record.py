@@ -14,11 +14,11 @@ from hloscope.errors import BaselineError, HloscopeError
 from reports_by_hand import op, report
 
 # 100 + 2 + 0.5 ns: with the default 1%, the bar is 1.025 ns; the collective is kept whatever its time.
-ROWS = [op("big.1", "fusion", "jit(f)/big", "bf16[64,64]{1,0}", 100e-9, flops=1e6, bytes_accessed=8192),
+ROWS = [op("big.1", "fusion", "jit(f)/big", "bf16[64,64]{1,0}", 100e-9, flops=1e6, hbm_bytes=8192),
         op("mid.1", "fusion", "jit(f)/mid", "f32[8]", 2e-9),
         op("small.1", "fusion", "jit(f)/small", "f32[8]", 0.5e-9),
         op("ar.1", "all-reduce", "jit(f)/psum", "f32[8]", 0.0, bound="communication", comm_kind="all-reduce",
-           comm_bytes=32.0)]
+           wire_bytes=32.0)]
 
 
 def test_record_keeps_collectives_and_significant_ops():

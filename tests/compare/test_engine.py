@@ -55,15 +55,15 @@ def test_other_dims_pair_as_reshaped_then_the_rest_appear_or_vanish():
                 op("exp.1", "exponential", "jit(f)/exp", "f32[8]", 1e-8)])
     b = report([op("dot.9", "dot", "jit(f)/dot_general", "f32[4,512]", 4e-7),
                 op("ag.1", "all-gather", "jit(f)/all_gather", "f32[16]", 2e-8, bound="communication",
-                   comm_kind="all-gather", comm_bytes=64.0)])
+                   comm_kind="all-gather", wire_bytes=64.0)])
     d = compare(a, b)
     by = {r["opcode"]: r for r in d.ops.to_dict("records")}
     assert by["dot"]["reshaped"] and by["dot"]["status"] == "changed"  # same time, other dims
     assert by["dot"]["shape_a"] == "f32[8,256]" and by["dot"]["shape_b"] == "f32[4,512]"
     assert by["exponential"]["status"] == "vanished" and by["all-gather"]["status"] == "appeared"
-    assert by["all-gather"]["comm_bytes_delta"] == 64.0
+    assert by["all-gather"]["wire_bytes_delta"] == 64.0
     (c,) = d.collectives.to_dict("records")
-    assert (c["comm_kind"], c["count_a"], c["count_b"], c["comm_bytes_b"]) == ("all-gather", 0, 1, 64.0)
+    assert (c["comm_kind"], c["count_a"], c["count_b"], c["wire_bytes_b"]) == ("all-gather", 0, 1, 64.0)
 
 
 def test_trace_ops_without_hlo_pair_by_instruction_name():

@@ -22,10 +22,10 @@ from reports_by_hand import op, report
     ("roofline_s:+5%", ("module", "roofline_s", 1, 0.05, True)),
     ("roofline_s:5%", ("module", "roofline_s", 1, 0.05, True)),
     ("flops:-10%", ("module", "flops", -1, 0.10, True)),
-    ("comm_bytes:+0", ("module", "comm_bytes", 1, 0.0, False)),
-    ("comm_bytes:+1e6", ("module", "comm_bytes", 1, 1e6, False)),
+    ("wire_bytes:+0", ("module", "wire_bytes", 1, 0.0, False)),
+    ("wire_bytes:+1e6", ("module", "wire_bytes", 1, 1e6, False)),
     ("collective.count:+0", ("collective", "count", 1, 0.0, False)),
-    ("collective.comm_bytes:+5%", ("collective", "comm_bytes", 1, 0.05, True)),
+    ("collective.wire_bytes:+5%", ("collective", "wire_bytes", 1, 0.05, True)),
     ("op.roofline_s:+5%", ("op", "roofline_s", 1, 0.05, True)),
     ("op.bound:+0", ("op", "bound", 1, 0.0, False)),
     (" op . roofline_s : + 2.5 % ", ("op", "roofline_s", 1, 0.025, True)),
@@ -54,7 +54,7 @@ def test_lists_and_normal_form():
 
 def test_a_tolerance_is_the_default_rule_set():
     assert [r.text for r in default_rules(0.05)] == [
-        "roofline_s:+5%", "flops:+5%", "bytes_accessed:+5%", "comm_bytes:+5%", "collective.comm_bytes:+5%",
+        "roofline_s:+5%", "flops:+5%", "hbm_bytes:+5%", "wire_bytes:+5%", "collective.wire_bytes:+5%",
         "collective.count:+0", "op.roofline_s:+5%", "op.bound:+0"]
     assert resolve(0.1) == default_rules(0.1) == resolve("10%")
     assert resolve("roofline_s:+5%,flops:+0") == parse_rules(["roofline_s:+5%", "flops:+0"])
@@ -66,7 +66,7 @@ def test_tolerance_settings_take_fractions_or_rules():
     assert parse_tolerance("5%", "ini") == 0.05 and parse_tolerance("0.1", "ini") == 0.1
     assert parse_tolerance(0.2, "marker") == 0.2
     assert [r.text for r in parse_tolerance("roofline_s:+5%,flops:+0", "ini")] == ["roofline_s:+5%", "flops:+0"]
-    assert [r.text for r in parse_tolerance(["comm_bytes:+0"], "marker")] == ["comm_bytes:+0"]
+    assert [r.text for r in parse_tolerance(["wire_bytes:+0"], "marker")] == ["wire_bytes:+0"]
     with pytest.raises(ConfigError, match=r"invalid value '5x' from --opt: expected a fraction such as 0.05 or a "
                                           r"percentage such as 5%, or rules such as roofline_s:\+5%"):
         parse_tolerance("5x", "--opt")
@@ -84,9 +84,9 @@ def test_fractions():
 
 # -- verdicts --------------------------------------------------------------------------------------------------
 
-A = [op("dot.1", "dot", "jit(f)/dot_general", "f32[64,64]", 100e-9, flops=2 * 64**3, bytes_accessed=3 * 4 * 64**2),
+A = [op("dot.1", "dot", "jit(f)/dot_general", "f32[64,64]", 100e-9, flops=2 * 64**3, hbm_bytes=3 * 4 * 64**2),
      op("ar.1", "all-reduce", "jit(f)/psum", "f32[64,64]", 20e-9, bound="communication", comm_kind="all-reduce",
-        comm_bytes=16384.0),
+        wire_bytes=16384.0),
      op("add.1", "add", "jit(f)/add", "f32[8]", 0.5e-9)]
 
 
@@ -141,7 +141,7 @@ def test_significant_ops_only_and_bound_ranks():
 def test_new_collectives_fail_and_are_named():
     a = report(A)
     ag = op("ag.1", "all-gather", "jit(f)/all_gather", "f32[128]", 1e-12, bound="communication",
-            comm_kind="all-gather", comm_bytes=256.0)
+            comm_kind="all-gather", wire_bytes=256.0)
     d = compare(a, report(A + [ag]))
     v = d.check("collective.count:+0")
     assert [(f.subject, f.field, f.note) for f in v.regressions] == [
@@ -150,11 +150,11 @@ def test_new_collectives_fail_and_are_named():
     assert v.lines()[0] == "collective.count:+0: m: all-gather: new collective kind, 1 op (256 B on the wire)"
     # One more op of a kind A has: a new collective too; and the op gone again is an improvement.
     ar2 = op("ar.2", "all-reduce", "jit(f)/psum2", "f32[8]", 1e-12, bound="communication", comm_kind="all-reduce",
-             comm_bytes=32.0)
+             wire_bytes=32.0)
     v = compare(a, report(A + [ar2])).check("collective.count:+0")
     assert [(f.field, f.old, f.new) for f in v.regressions[:1]] == [("count", 1, 2)]
     assert v.regressions[1].subject == "all-reduce jit(f)/psum2 [8]"
-    v = compare(report(A + [ag]), a).check(["collective.count:+0", "collective.comm_bytes:+5%"])
+    v = compare(report(A + [ag]), a).check(["collective.count:+0", "collective.wire_bytes:+5%"])
     assert not v.regressed and [(f.subject, f.change) for f in v.improvements] == [("all-gather", "1 -> 0 ops")]
 
 

@@ -35,9 +35,9 @@ def collectives() -> Report:
 
 def test_totals_of_the_report(large):
     assert list(large.ops.columns)[:4] == ["module", "computation", "instruction", "opcode"]
-    assert large.chip.id == "tpu-v5e" and large.to_dict()["schema"] == "hloscope.report/1"
+    assert large.chip.id == "tpu-v5e" and large.to_dict()["schema"] == "hloscope.report/2"
     assert large.roofline_s == pytest.approx(large.ops.roofline_s.sum())
-    assert large.hbm_bytes == large.modules.bytes_accessed.sum() and large.wire_bytes == large.modules.comm_bytes.sum()
+    assert large.hbm_bytes == large.modules.hbm_bytes.sum() and large.wire_bytes == large.modules.wire_bytes.sum()
     assert large.wire_bytes_by_kind().keys() == {"all-reduce"}
     assert sum(large.wire_bytes_by_kind().values()) == pytest.approx(large.wire_bytes)
     assert repr(large).startswith("<hloscope Report: 43 ops, roofline 10.7 ms on tpu-v5e")

@@ -77,7 +77,7 @@ def test_the_file_is_a_subset_of_the_report_json(report, mlp):
     rep = json.loads(report.to_json())
     assert set(doc["modules"][0]) <= set(rep["modules"][0]) and set(doc["ops"][0]) <= set(rep["ops"][0])
     assert tuple(doc["modules"][0]) == bl.STORED_FIELDS["modules"] and tuple(doc["ops"][0]) == bl.STORED_FIELDS["ops"]
-    for key in ("flops", "bytes_accessed", "comm_bytes"):
+    for key in ("flops", "hbm_bytes", "wire_bytes"):
         assert doc["modules"][0][key] == pytest.approx(rep["modules"][0][key], rel=1e-9)
 
 
@@ -123,7 +123,7 @@ def test_totals_beyond_tolerance_regress_and_below_improve(report, mlp):
     assert v.regressed and [(f.subject, f.metric) for f in v.regressions] == [("total", "roofline time")]
     assert "+10.0%" in v.format("base.json") and "base.json" in v.format("base.json")
     assert not check(mlp, scaled(report, 1.10), 0.2).regressed
-    v = check(mlp, scaled(report, 0.8, keys=("roofline_s", "flops", "bytes_accessed")))
+    v = check(mlp, scaled(report, 0.8, keys=("roofline_s", "flops", "hbm_bytes")))
     assert not v.regressed and {f.metric for f in v.improvements} == {"roofline time", "FLOPs", "HBM bytes"}
 
 
@@ -155,7 +155,7 @@ def test_new_collective_kind_or_count_fails_without_tolerance(report, mlp):
     ag = {c: report.ops.iloc[0][c] for c in report.ops.columns} | {
         "instruction": "all-gather.99", "opcode": "all-gather", "op_name": "jit(f)/all_gather",
         "shape": "bf16[8,128]", "category": "collective", "bound": "communication", "roofline_s": 1e-12,
-        "flops": 0.0, "bytes_accessed": 10.0, "comm_bytes": 1.0, "comm_kind": "all-gather"}
+        "flops": 0.0, "hbm_bytes": 10.0, "wire_bytes": 1.0, "comm_kind": "all-gather"}
     import pandas as pd
 
     cur = dataclasses.replace(report, ops=pd.concat([report.ops, pd.DataFrame([ag])], ignore_index=True))
@@ -164,7 +164,7 @@ def test_new_collective_kind_or_count_fails_without_tolerance(report, mlp):
     assert ("all-gather", "new") in [(f.subject, f.field) for f in v.regressions]
     assert any("jit(f)/all_gather" in f.subject for f in v.regressions)  # the op is named
     ar = report.ops[report.ops["comm_kind"] == "all-reduce"].iloc[0].to_dict() | {
-        "instruction": "all-reduce.99", "op_name": "jit(f)/another_psum", "roofline_s": 1e-12, "comm_bytes": 1.0}
+        "instruction": "all-reduce.99", "op_name": "jit(f)/another_psum", "roofline_s": 1e-12, "wire_bytes": 1.0}
     more = dataclasses.replace(report, ops=pd.concat([report.ops, pd.DataFrame([ar])], ignore_index=True))
     v = check(mlp, more, 10.0)
     assert [f.field for f in v.regressions] == ["count", "new"]
@@ -264,10 +264,10 @@ def test_an_exact_v1_file_is_read(tmp_path):
     old = bl.read_baseline(path)
     assert old.schema == "hloscope.baseline/1" and old.chip == CHIP
     (module,) = old.modules
-    assert (module["flops"], module["bytes_accessed"], module["comm_bytes"]) == (DOT_FLOPS + NEG_FLOPS,
+    assert (module["flops"], module["hbm_bytes"], module["wire_bytes"]) == (DOT_FLOPS + NEG_FLOPS,
                                                                                DOT_BYTES + NEG_BYTES, 0)
     (dot,) = old.ops
-    assert (dot["opcode"], dims_of(dot["shape"]), dot["bytes_accessed"]) == ("dot", "[128,64]", DOT_BYTES)
+    assert (dot["opcode"], dims_of(dot["shape"]), dot["hbm_bytes"]) == ("dot", "[128,64]", DOT_BYTES)
     program = tmp_path / "a.hlo.txt"
     program.write_text(PROGRAM_A)
     now = hloscope.analyze(str(program), chip=CHIP)

@@ -67,14 +67,14 @@ def test_loop_body_ops_run_trip_count_times(traced):
 
 def test_json_is_strict_and_complete(traced):
     doc = json.loads(traced.to_json(), parse_constant=lambda c: pytest.fail(f"non-JSON constant {c}"))
-    assert doc["schema"] == "hloscope.report/1" and doc["chip"]["id"] == "h100"
+    assert doc["schema"] == "hloscope.report/2" and doc["chip"]["id"] == "h100"
     op = doc["ops"][0]
     for key in ("module", "instruction", "opcode", "category", "op_name", "source", "count", "flops",
-                "transcendentals", "bytes_accessed", "comm_bytes", "comm_kind", "intensity", "compute_s",
+                "transcendentals", "hbm_bytes", "wire_bytes", "comm_kind", "intensity", "compute_s",
                 "memory_s", "comm_s", "roofline_s", "bound", "measured_s", "efficiency", "flags"):
         assert key in op
     assert isinstance(op["flags"], list)
-    for key in ("name", "flops", "transcendentals", "bytes_accessed", "comm_bytes", "roofline_s", "measured_s",
+    for key in ("name", "flops", "transcendentals", "hbm_bytes", "wire_bytes", "roofline_s", "measured_s",
                 "mfu"):
         assert key in doc["modules"][0]
     assert 0 < doc["modules"][0]["mfu"] < 1 and "joined_time_fraction" in doc["coverage"]

@@ -63,7 +63,7 @@ def test_identical_inputs_report_no_change(capsys):
     assert not d.changed
     assert set(d.ops["status"]) == {"unchanged"}
     assert (d.ops[[c for c in d.ops if c.endswith("_delta")]].fillna(0) == 0).all().all()
-    assert d.check(["roofline_s:+5%", "comm_bytes:+0", "flops:-1%"]).lines() == []
+    assert d.check(["roofline_s:+5%", "wire_bytes:+0", "flops:-1%"]).lines() == []
     assert main(["diff", str(TP4), str(TP4), "--chip", CHIP, "--fail-on", "roofline_s:+5%"]) == 0
 
 
@@ -87,13 +87,13 @@ def test_resharding_names_the_collectives_and_their_wire_bytes(tp_diff):
         # Ring all-reduce: each device sends 2 (N-1)/N of the buffer (docs/xla_cost_rules.md, the book ch. 3).
         size_a, n_a = before[row["instruction_a"]]
         size_b, n_b = after[row["instruction_b"]]
-        assert row["comm_bytes_a"] == pytest.approx(2 * (n_a - 1) / n_a * size_a)
-        assert row["comm_bytes_b"] == pytest.approx(2 * (n_b - 1) / n_b * size_b)
-        assert row["comm_bytes_delta"] != 0
+        assert row["wire_bytes_a"] == pytest.approx(2 * (n_a - 1) / n_a * size_a)
+        assert row["wire_bytes_b"] == pytest.approx(2 * (n_b - 1) / n_b * size_b)
+        assert row["wire_bytes_delta"] != 0
         assert row["status"] in ("slower", "faster")
     # The weight-gradient all-reduce runs over `data`: 2 devices with 4-way TP, 4 with 2-way, and each device
     # holds twice the weights with 2-way TP: more wire bytes. The activation all-reduce over `model` shrinks.
-    assert (comm["comm_bytes_delta"] > 0).sum() == 1 and (comm["comm_bytes_delta"] < 0).sum() == 1
+    assert (comm["wire_bytes_delta"] > 0).sum() == 1 and (comm["wire_bytes_delta"] < 0).sum() == 1
     # The same two numbers from the model dims and mesh in the fixtures' json, not from any HLO text:
     # over `model` the activations' partial sums, f32[batch/data, d_model]; over `data` the gradients of
     # b1 [H/model], b2 [D], w1 [D, H/model], w2 [H/model, D] and the f32[] loss, in one tuple all-reduce.
@@ -105,21 +105,21 @@ def test_resharding_names_the_collectives_and_their_wire_bytes(tp_diff):
         act = 4 * bsz // n_data * dm
         grads = 4 * (hid // n_model + dm + 2 * dm * hid // n_model + 1)
         expected = sorted([2 * (n_model - 1) / n_model * act, 2 * (n_data - 1) / n_data * grads])
-        assert sorted(comm[f"comm_bytes_{side}"]) == pytest.approx(expected)
+        assert sorted(comm[f"wire_bytes_{side}"]) == pytest.approx(expected)
     out = __import__("io").StringIO()
     render_diff_table(tp_diff, file=out)
     assert "collectives whose wire bytes changed" in out.getvalue()
     module = tp_diff.modules.iloc[0]
-    assert module["comm_bytes_delta"] == pytest.approx(comm["comm_bytes_delta"].sum())
+    assert module["wire_bytes_delta"] == pytest.approx(comm["wire_bytes_delta"].sum())
 
 
 def test_fail_on_sets_the_exit_code(tmp_path, tp_diff, capsys):
-    assert tp_diff.check(["comm_bytes:+0"]).regressed  # wire bytes grew
-    assert not tp_diff.check(["comm_bytes:+1000%"]).regressed
-    code = main(["diff", str(TP4), str(TP2), "--chip", CHIP, "--fail-on", "comm_bytes:+0", "--format", "json",
+    assert tp_diff.check(["wire_bytes:+0"]).regressed  # wire bytes grew
+    assert not tp_diff.check(["wire_bytes:+1000%"]).regressed
+    code = main(["diff", str(TP4), str(TP2), "--chip", CHIP, "--fail-on", "wire_bytes:+0", "--format", "json",
                  "-o", str(tmp_path / "d.json")])
     assert code == 1
-    assert "fail-on: comm_bytes:+0" in capsys.readouterr().err
+    assert "fail-on: wire_bytes:+0" in capsys.readouterr().err
     doc = json.loads((tmp_path / "d.json").read_text())
     assert doc["schema"] == "hloscope.diff/2" and doc["summary"]
     assert main(["diff", str(TP4), str(TP2), "--chip", CHIP, "--fail-on", "bogus:+5%"]) == 2
@@ -129,7 +129,7 @@ def test_fail_on_sets_the_exit_code(tmp_path, tp_diff, capsys):
     ("roofline_s:+5%", ("roofline_s", 1, 0.05, True)),
     ("roofline_s:5%", ("roofline_s", 1, 0.05, True)),
     ("flops:-10%", ("flops", -1, 0.10, True)),
-    ("comm_bytes:+1e6", ("comm_bytes", 1, 1e6, False)),
+    ("wire_bytes:+1e6", ("wire_bytes", 1, 1e6, False)),
     ("measured_s:0.001", ("measured_s", 1, 0.001, False)),
 ])
 def test_rules_parse(text, expected):
@@ -155,7 +155,7 @@ def test_report_json_round_trip_matches_the_hlo(tmp_path):
     assert set(d.ops["status"]) == {"unchanged"}
     bad = tmp_path / "bad.json"
     bad.write_text('{"schema": "something/2"}')
-    with pytest.raises(ValueError, match="bad.json.*hloscope.report/1"):
+    with pytest.raises(ValueError, match="bad.json.*hloscope.report/2"):
         hloscope.diff(str(bad), str(TP4), chip=CHIP)
 
 

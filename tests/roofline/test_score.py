@@ -86,7 +86,7 @@ def test_real_v5e_mlp_bounds():
     ops = hloscope.analyze(FIXTURES / "tpu-v5e_mlp_large.hlo.txt", chip="tpu-v5e").ops
     big_dots = ops[(ops.category == "matmul") & (ops.flops > 1e11)]
     assert len(big_dots) >= 4 and (big_dots.bound == "compute").all()
-    gradient_reductions = ops[(ops.opcode == "all-reduce") & (ops.comm_bytes > 2**20)]  # not the scalar loss
+    gradient_reductions = ops[(ops.opcode == "all-reduce") & (ops.wire_bytes > 2**20)]  # not the scalar loss
     assert len(gradient_reductions) >= 2 and (gradient_reductions.bound == "communication").all()
     loops = ops[ops.category == "fusion:kLoop"]
     assert len(loops) > 0 and (loops.bound == "memory").all()
