@@ -93,3 +93,26 @@ def change(old: Any, new: Any) -> str:
     if old == 0:
         return "+0.0%" if new == 0 else "new"
     return percent((new - old) / old)
+
+
+def parse_fraction(text: str | float, where: str) -> float:
+    """A fraction: ``0.05`` or ``5%``. ``where`` names the setting's origin for the error.
+
+    Raises:
+        hloscope.errors.ConfigError: ``invalid value '5x' from <where>: expected a fraction such as 0.05 or a
+            percentage such as 5%``; a negative value.
+    """
+    from hloscope.errors import ConfigError
+
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        value = float(text)
+    else:
+        s = str(text).strip()
+        try:
+            value = float(s[:-1]) / 100 if s.endswith("%") else float(s)
+        except ValueError:
+            raise ConfigError(f"invalid value {text!r} from {where}: expected a fraction such as 0.05 or a "
+                              f"percentage such as 5%") from None
+    if not (0 <= value < 100) or value != value:
+        raise ConfigError(f"invalid value {text!r} from {where}: must be >= 0 (0.05 means 5%)")
+    return value

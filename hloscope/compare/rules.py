@@ -33,6 +33,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Union
 
+from hloscope.units import parse_fraction as parse_fraction  # re-exported: the one fraction parser
+
 __all__ = [
     "DEFAULT_TOLERANCE", "MODULE_METRICS", "COLLECTIVE_METRICS", "OP_METRICS", "SCOPES", "Rule", "RuleSpec",
     "parse_rule", "parse_rules", "default_rules", "parse_tolerance", "resolve", "describe", "parse_fraction",
@@ -150,29 +152,6 @@ def default_rules(tolerance: float = DEFAULT_TOLERANCE) -> tuple[Rule, ...]:
     return parse_rules([f"roofline_s:+{pct}", f"flops:+{pct}", f"hbm_bytes:+{pct}", f"wire_bytes:+{pct}",
                         f"collective.wire_bytes:+{pct}", "collective.count:+0", f"op.roofline_s:+{pct}",
                         "op.bound:+0"])
-
-
-def parse_fraction(text: str | float, where: str) -> float:
-    """A fraction: ``0.05`` or ``5%``. ``where`` names the setting's origin for the error.
-
-    Raises:
-        hloscope.errors.ConfigError: ``invalid value '5x' from <where>: expected a fraction such as 0.05 or a
-            percentage such as 5%``; a negative value.
-    """
-    from hloscope.errors import ConfigError
-
-    if isinstance(text, (int, float)) and not isinstance(text, bool):
-        value = float(text)
-    else:
-        s = str(text).strip()
-        try:
-            value = float(s[:-1]) / 100 if s.endswith("%") else float(s)
-        except ValueError:
-            raise ConfigError(f"invalid value {text!r} from {where}: expected a fraction such as 0.05 or a "
-                              f"percentage such as 5%") from None
-    if not (0 <= value < 100) or value != value:
-        raise ConfigError(f"invalid value {text!r} from {where}: must be >= 0 (0.05 means 5%)")
-    return value
 
 
 def parse_tolerance(value: Any, where: str) -> float | tuple[Rule, ...]:

@@ -28,6 +28,17 @@ from hloscope.parsers._xspace_wire import _Malformed, _py_skip, _py_varint, _sca
 # Reading
 
 
+def _profile_path(path: str | os.PathLike[str]) -> Path:
+    """``path`` as a ``Path`` when it names an existing file; else the ``TraceError`` both readers raise."""
+    p = Path(path)
+    if not p.exists():
+        raise TraceError(p, f"no such file; expected a *.xplane.pb profile; {_RECAPTURE}")
+    if p.is_dir():
+        raise TraceError(p, "is a directory, expected one *.xplane.pb file; use find_xplane_files(dir) to "
+                         "locate the files of a run")
+    return p
+
+
 def read_xspace(path: str | os.PathLike[str]) -> Message:
     """Read and decode one ``*.xplane.pb`` file (plain or gzip-compressed).
 
@@ -46,15 +57,7 @@ def read_xspace(path: str | os.PathLike[str]) -> Message:
         TraceError: the file is missing, is a directory, is empty, does not decode as an XSpace (truncated
             or corrupted bytes), or decodes to something that is not a profile.
     """
-    p = Path(path)
-    if not p.exists():
-        raise TraceError(p, f"no such file; expected a *.xplane.pb profile; {_RECAPTURE}")
-    if p.is_dir():
-        raise TraceError(
-            p,
-            "is a directory, expected one *.xplane.pb file; "
-            "use find_xplane_files(dir) to locate the files of a run",
-        )
+    p = _profile_path(path)
     try:
         data = p.read_bytes()
     except OSError as e:
@@ -176,15 +179,7 @@ def open_xspace(path: str | os.PathLike[str]) -> XSpaceIndex:
         TraceError: the file is missing, is a directory, is empty, does not follow the XSpace wire format,
             or is not a profile.
     """
-    p = Path(path)
-    if not p.exists():
-        raise TraceError(p, f"no such file; expected a *.xplane.pb profile; {_RECAPTURE}")
-    if p.is_dir():
-        raise TraceError(
-            p,
-            "is a directory, expected one *.xplane.pb file; "
-            "use find_xplane_files(dir) to locate the files of a run",
-        )
+    p = _profile_path(path)
     try:
         st = p.stat()
         if st.st_size == 0:

@@ -17,6 +17,7 @@ import fnmatch
 import re
 from typing import TYPE_CHECKING, Any, Iterable
 
+from hloscope.units import parse_fraction
 from hloscope.units import quantity as format_quantity
 
 if TYPE_CHECKING:
@@ -214,7 +215,7 @@ class ReportAssertions:
             AssertionError: with the non-compute-bound ops that cost the most time.
         """
         __tracebackhide__ = True
-        want = _fraction(fraction, "assert_mfu_at_least")
+        want = parse_fraction(fraction, "assert_mfu_at_least")
         got = self.mfu
         if got >= want:
             return
@@ -277,26 +278,6 @@ def _bound_name(bound: Any) -> str:
 
 def _pattern_text(pattern: Any) -> str:
     return f"/{pattern.pattern}/" if isinstance(pattern, re.Pattern) else repr(pattern)
-
-
-def _fraction(value: float | str, where: str) -> float:
-    """``0.4`` or ``"40%"`` -> 0.4.
-
-    Raises:
-        ValueError: not a number or percentage, or negative (names ``where``).
-    """
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        v = float(value)
-    else:
-        s = str(value).strip()
-        try:
-            v = float(s[:-1]) / 100 if s.endswith("%") else float(s)
-        except ValueError:
-            raise ValueError(f"invalid value {value!r} from {where}: expected a fraction such as 0.05 or a "
-                             "percentage such as 5%") from None
-    if not (0 <= v < 100) or v != v:
-        raise ValueError(f"invalid value {value!r} from {where}: must be >= 0 (0.05 means 5%)")
-    return v
 
 
 _UNITS = {"compute_s": "s", "memory_s": "s", "comm_s": "s", "roofline_s": "s", "wire_bytes": "B",
