@@ -78,8 +78,8 @@ def diff(a, b, chip=None, rules=(), *, significant=None):  # noqa: ANN001, ANN20
 
     Args:
         a, b: each a ``Report``; a ``.json`` file -- a report (``hloscope report --format json``, scored with its
-            own chip) or a baseline of the pytest plugin (``hloscope.baseline/2``); or anything ``analyze`` takes
-            (HLO text file, XLA dump dir, profile dir, ``Compiled``, ...), scored against ``chip``.
+            own chip) or a baseline of the pytest plugin (``hloscope.baseline/3``, or older); or anything
+            ``analyze`` takes (HLO text file, XLA dump dir, profile dir, ``Compiled``, ...), scored against ``chip``.
         chip: chip id or ``ChipSpec`` for the sides that need one.
         rules: the rules of ``Diff.verdict``: rule text (``"roofline_s:+5%,wire_bytes:+0"``), a list of rules, or
             a tolerance (``0.05``: the plugin's default rule set). ``Diff.check(other_rules)`` applies others.

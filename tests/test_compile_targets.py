@@ -169,7 +169,7 @@ def analyzed(spec, **kw):
 
 def collectives(report):
     ops = report.ops[report.ops["comm_kind"].fillna("") != ""]  # collectives, async and fused ones included
-    return {k: int(v) for k, v in ops.groupby("comm_kind")["count"].sum().items()}
+    return {k: int(v) for k, v in ops.groupby("comm_kind")["executions"].sum().items()}
 
 
 def test_replicated_weights():

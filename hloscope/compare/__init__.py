@@ -7,7 +7,7 @@ baselines both call ``compare``. Modules:
   deltas (``compare`` -> ``Diff``);
 * ``verdict`` -- the rules applied to a ``Diff``: regressions, improvements, notes (``Verdict``, ``Finding``);
 * ``rules`` -- the one threshold grammar ``METRIC:[+|-]NUMBER[%]`` (``roofline_s:+5%``, ``op.bound:+0``);
-* ``baseline`` -- baseline files: a reviewable subset of the report JSON (``hloscope.baseline/2``).
+* ``baseline`` -- baseline files: a reviewable subset of the report JSON (``hloscope.baseline/3``).
 
 Imports no analysis: loading paths, HLO or traces into reports is the front ends' job (``hloscope.diff``,
 the CLI, the plugin).

@@ -4,17 +4,23 @@ The pytest plugin (docs/pytest_plugin.md) records a baseline of each test's prog
 with it through the comparison engine (``hloscope.compare.compare``), as ``hloscope diff`` compares two reports.
 A baseline is what the engine needs of report A, no more:
 
-* ``modules``: each module's totals (``STORED_FIELDS["modules"]``: roofline time, FLOPs, HBM and wire bytes...);
-* ``ops``: every collective, and every op holding at least ``significant`` (default 1%) of the total roofline
-  time, with the fields of its identity (``opcode``, ``op_name``, ``shape``) and of the rules
-  (``STORED_FIELDS["ops"]``) -- never XLA's instruction names (``fusion.12``), which change with unrelated edits;
+* ``modules``: each module's totals (``STORED_FIELDS["modules"]``: roofline time, FLOPs, HBM and wire bytes...)
+  and its ``cost_coverage`` (the share of its ops whose cost is known: a lower one in a later run fails the
+  check, ``hloscope.compare.verdict``);
+* ``ops``: every collective, every op holding at least ``significant`` (default 1%) of the total roofline time,
+  and every op whose roofline time or FLOPs is unknown, with the fields of its identity (``opcode``,
+  ``op_name``, ``result_shape``) and of the rules (``STORED_FIELDS["ops"]``) -- never XLA's instruction names
+  (``fusion.12``), which change with unrelated edits;
 * ``chip``, ``compiled_for`` (platform, device kind, devices), ``significant``, ``test``, ``recorded_with``.
 
 Field names are the report's (``hloscope.roofline.tables.OP_COLUMNS`` / ``MODULE_COLUMNS``); numbers keep 9
-significant digits (integral ones exact), null for unknown. Schema ``hloscope.baseline/2``; ``hloscope.baseline/1``
-files (summed ops, other field names) are read when they map exactly onto this form, else refused with the
-command that re-records them. Everything here is a pure function of a report or of JSON text, and imports
-neither pytest nor JAX (nor pandas until a baseline becomes a report).
+significant digits (integral ones exact), null for unknown. Schema ``hloscope.baseline/3``. Older files are read
+as they are and never rewritten (only ``--hloscope-update`` replaces a file, atomically, as ``/3``):
+``hloscope.baseline/2`` files exactly -- their ``shape`` and ``count`` are ``result_shape`` and ``executions``
+(``RENAMED_IN_3``), and they have no ``cost_coverage`` (null: not checked) and no ops of unknown cost --, and
+``hloscope.baseline/1`` files (summed ops, other field names) when they map exactly onto this form, else refused
+with the command that re-records them. Everything here is a pure function of a report or of JSON text, and
+imports neither pytest nor JAX (nor pandas until a baseline becomes a report).
 """
 
 from __future__ import annotations
@@ -40,19 +46,31 @@ __all__ = [
     "record", "to_json", "from_json", "read_baseline", "write_baseline", "baseline_path",
 ]
 
-SCHEMA = "hloscope.baseline/2"
+SCHEMA = "hloscope.baseline/3"
+_V2 = "hloscope.baseline/2"
 _V1 = "hloscope.baseline/1"
 
 #: What a baseline stores of a report, per table, in file order: the report's own field names. The one list
-#: (a rename of a report field changes it here, and only here).
+#: (a rename of a report field changes it here, with a map of the old names, as ``RENAMED_IN_3``, that reads
+#: the files already written).
 STORED_FIELDS: Mapping[str, tuple[str, ...]] = {
     "modules": ("name", "dtype", "roofline_s", "flops", "transcendentals", "hbm_bytes", "wire_bytes",
-                "compute_s", "memory_s", "comm_s"),
-    "ops": ("module", "opcode", "op_name", "shape", "category", "dtype", "bound", "comm_kind", "count",
-            "roofline_s", "flops", "hbm_bytes", "wire_bytes", "compute_s", "memory_s", "comm_s"),
+                "compute_s", "memory_s", "comm_s", "cost_coverage"),
+    "ops": ("module", "opcode", "op_name", "result_shape", "category", "dtype", "bound", "comm_kind",
+            "executions", "roofline_s", "flops", "hbm_bytes", "wire_bytes", "compute_s", "memory_s", "comm_s"),
 }
-#: Stored fields holding text (the rest are numbers or null).
-_TEXT = frozenset({"name", "dtype", "module", "opcode", "op_name", "shape", "category", "bound", "comm_kind"})
+#: ``hloscope.baseline/2`` field names and their ``/3`` names (the report's columns renamed so that none is a
+#: ``pandas.DataFrame`` attribute: ``hloscope.result.report.RENAMED_IN_3``).
+RENAMED_IN_3 = {"shape": "result_shape", "count": "executions"}
+#: ``STORED_FIELDS`` added in ``/3``: a ``/2`` file has none of them (read as null).
+_NEW_IN_3 = {"modules": ("cost_coverage",), "ops": ()}
+#: What a ``hloscope.baseline/2`` file stores, per table, under its own names (all required).
+_V2_FIELDS: Mapping[str, tuple[str, ...]] = {
+    table: tuple({v: k for k, v in RENAMED_IN_3.items()}.get(f, f) for f in fields if f not in _NEW_IN_3[table])
+    for table, fields in STORED_FIELDS.items()}
+#: Stored fields holding text (the rest are numbers or null), under ``/3`` and ``/2`` names.
+_TEXT = frozenset({"name", "dtype", "module", "opcode", "op_name", "result_shape", "shape", "category", "bound",
+                   "comm_kind"})
 
 
 class BaselineError(HloscopeError):
@@ -108,7 +126,7 @@ class Baseline:
         significant: the share of the total roofline time an op needed to be stored.
         test: the pytest node id (informational).
         recorded_with: versions (``hloscope``, ``jax``), informational.
-        schema: the schema the file had (``hloscope.baseline/1`` for an old file read exactly).
+        schema: the schema the file had (``hloscope.baseline/2`` or ``/1`` for an old file read exactly).
     """
 
     chip: str
@@ -159,9 +177,9 @@ class Baseline:
                     data[c] = pd.Series([math.nan if v is None else float(v) for v in values], dtype="float64")
             return pd.DataFrame(data, columns=columns)
 
-        op_text = {c for c in OP_COLUMNS if c in _TEXT or c in ("computation", "instruction", "source", "flags")}
+        op_text = {c for c in OP_COLUMNS if c in _TEXT or c in ("computation", "instruction", "source", "caveats")}
         ops = frame(self.ops, OP_COLUMNS, op_text)
-        modules = frame(self.modules, MODULE_COLUMNS, {c for c in MODULE_COLUMNS if c in _TEXT or c == "flags"})
+        modules = frame(self.modules, MODULE_COLUMNS, {c for c in MODULE_COLUMNS if c in _TEXT or c == "caveats"})
         return Report(ops, modules, chip, {"baseline": True, "significant": self.significant}, [])
 
 
@@ -202,12 +220,13 @@ def _clean(row: Mapping[str, Any], fields: tuple[str, ...]) -> dict[str, Any]:
 
 def record(report: Report, *, significant: float = DEFAULT_SIGNIFICANT, compiled_for: Mapping[str, Any] | None = None,
            test: str = "", recorded_with: Mapping[str, str] | None = None) -> Baseline:
-    """What a baseline stores of ``report``: its module totals, its collectives and its significant ops.
+    """What a baseline stores of ``report``: its module totals and cost coverage, its collectives, its
+    significant ops and its ops of unknown cost.
 
     Args:
         report: a static or traced report (measured times are not stored: they vary run to run).
-        significant: ops whose roofline time is at least this share of the total are stored (collectives
-            always are).
+        significant: ops whose roofline time is at least this share of the total are stored (collectives, and
+            ops whose roofline time or FLOPs is unknown, always are: a later run compares their cost).
         compiled_for, test, recorded_with: stored as given (see ``Baseline``).
     """
     modules = tuple(_clean(m, STORED_FIELDS["modules"]) for m in rows(report.modules, STORED_FIELDS["modules"]))
@@ -216,14 +235,15 @@ def record(report: Report, *, significant: float = DEFAULT_SIGNIFICANT, compiled
     ops = []
     for r in rows(report.ops, STORED_FIELDS["ops"]):
         opcode, roof = r.get("opcode"), r.get("roofline_s")
-        if r.get("category") == "unjoined" or not isinstance(opcode, str) or not opcode or roof is None or roof != roof:
-            continue  # a trace op without HLO, or no cost
+        if r.get("category") == "unjoined" or not isinstance(opcode, str) or not opcode:
+            continue  # a trace op without HLO
         kind = r.get("comm_kind") if isinstance(r.get("comm_kind"), str) else ""
         collective = bool(kind) and not opcode.endswith("-done")
-        if collective or (roof > 0 and roof >= threshold):
+        unknown = _round(roof) is None or _round(r.get("flops")) is None  # NaN (or missing)
+        if collective or unknown or (roof > 0 and roof >= threshold):
             ops.append(_clean(r, STORED_FIELDS["ops"]))
-    ops.sort(key=lambda o: (o["module"], o["opcode"], o["op_name"], dims_of(o["shape"]), -(o["roofline_s"] or 0.0),
-                            o["shape"]))
+    ops.sort(key=lambda o: (o["module"], o["opcode"], o["op_name"], dims_of(o["result_shape"]),
+                            -(o["roofline_s"] or 0.0), o["result_shape"]))
     return Baseline(report.chip.id, modules, tuple(ops), dict(compiled_for or {}), float(significant), test,
                     dict(recorded_with or {}))
 
@@ -234,7 +254,7 @@ def record(report: Report, *, significant: float = DEFAULT_SIGNIFICANT, compiled
 
 
 def to_json(baseline: Baseline) -> str:
-    """The file's text: indented JSON, keys in a fixed order, trailing newline (always schema ``/2``)."""
+    """The file's text: indented JSON, keys in a fixed order, trailing newline (always schema ``/3``)."""
     doc = {
         "schema": SCHEMA,
         "test": baseline.test,
@@ -273,10 +293,12 @@ def _row(obj: Any, fields: tuple[str, ...], where: str) -> dict[str, Any]:
 
 
 def from_json(text: str, path: str | os.PathLike[str] = "<string>") -> Baseline:
-    """Parse a baseline file's text (schema ``/2``, or a ``/1`` file that maps exactly).
+    """Parse a baseline file's text (schema ``/3``; a ``/2`` file, its fields renamed by ``RENAMED_IN_3`` and
+    ``cost_coverage`` null; or a ``/1`` file that maps exactly).
 
     Raises:
-        BaselineError: not JSON (with line and column), another schema, or a missing/mistyped field (named).
+        BaselineError: not JSON (with line and column), another schema, or a missing/mistyped field (named, under
+            the file's own name).
         OutdatedBaselineError: a ``/1`` file that cannot be read exactly (says how to re-record it).
     """
     __tracebackhide__ = True  # pytest shows the caller's line, not this function's (a no-op elsewhere)
@@ -290,28 +312,37 @@ def from_json(text: str, path: str | os.PathLike[str] = "<string>") -> Baseline:
     schema = doc.get("schema")
     if schema == _V1:
         return _from_v1(doc, path)
-    if schema != SCHEMA:
-        raise BaselineError(path, f"schema is {schema!r}, expected {SCHEMA!r}")
+    if schema not in (SCHEMA, _V2):
+        raise BaselineError(path, f"schema is {schema!r}, expected {SCHEMA!r} (or an older {_V2!r} or {_V1!r})")
+    fields = STORED_FIELDS if schema == SCHEMA else _V2_FIELDS
     try:
-        modules = tuple(_row(m, STORED_FIELDS["modules"], f"modules[{i}]")
-                        for i, m in enumerate(_get(doc, "modules", list)))
-        ops = tuple(_row(o, STORED_FIELDS["ops"], f"ops[{i}]") for i, o in enumerate(_get(doc, "ops", list)))
+        modules = tuple(_row(m, fields["modules"], f"modules[{i}]") for i, m in enumerate(_get(doc, "modules", list)))
+        ops = tuple(_row(o, fields["ops"], f"ops[{i}]") for i, o in enumerate(_get(doc, "ops", list)))
+        if schema == _V2:
+            modules = tuple(_from_v2(m, "modules") for m in modules)
+            ops = tuple(_from_v2(o, "ops") for o in ops)
         return Baseline(_get(doc, "chip", str), modules, ops, dict(doc.get("compiled_for") or {}),
                         float(doc.get("significant", DEFAULT_SIGNIFICANT)), str(doc.get("test", "")),
-                        dict(doc.get("recorded_with") or {}))
+                        dict(doc.get("recorded_with") or {}), schema)
     except KeyError as err:
         raise BaselineError(path, f"missing or mistyped field {err.args[0]!r}") from None
     except (TypeError, ValueError, AttributeError) as err:
         raise BaselineError(path, f"bad value: {err}") from None
 
 
-#: ``hloscope.baseline/1`` names of the fields that ``/2`` stores under the report's names.
+def _from_v2(row: dict[str, Any], table: str) -> dict[str, Any]:
+    """A ``/2`` row under ``/3`` names, in ``STORED_FIELDS`` order; fields new in ``/3`` null."""
+    renamed = {RENAMED_IN_3.get(k, k): v for k, v in row.items()}
+    return {f: renamed.get(f) for f in STORED_FIELDS[table]}
+
+
+#: ``hloscope.baseline/1`` names of the fields that ``/3`` stores under the report's names.
 _V1_NAMES = {"hbm_bytes": "hbm_bytes", "wire_bytes": "wire_bytes"}
 _V1_MODULE = "(hloscope.baseline/1)"
 
 
 def _from_v1(doc: dict[str, Any], path: str | os.PathLike[str]) -> Baseline:
-    """A ``/1`` document as a ``/2`` baseline, when the mapping is exact: one entry per op (no ``instances`` > 1),
+    """A ``/1`` document as a ``/3`` baseline, when the mapping is exact: one entry per op (no ``instances`` > 1),
     dimensions known, and the per-kind collective counts and wire bytes equal to those of the ops."""
     test = doc.get("test") if isinstance(doc.get("test"), str) and doc.get("test") else "<nodeid>"
 
@@ -335,7 +366,7 @@ def _from_v1(doc: dict[str, Any], path: str | os.PathLike[str]) -> Baseline:
                 row: dict[str, Any] = {f: None for f in STORED_FIELDS["ops"]}
                 dims = _get(o, "dims", str)
                 row.update(module=_V1_MODULE, opcode=_get(o, "opcode", str), op_name=_get(o, "op_name", str),
-                           shape=dims, category=_get(o, "category", str), dtype=_get(o, "dtype", str),
+                           result_shape=dims, category=_get(o, "category", str), dtype=_get(o, "dtype", str),
                            bound=_get(o, "bound", str), comm_kind=str(o.get("comm_kind", "")),
                            roofline_s=float(_get(o, "roofline_s", (int, float))),
                            flops=float(_get(o, "flops", (int, float))))

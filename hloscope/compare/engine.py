@@ -9,8 +9,8 @@ Matching (XLA renumbers instruction names from one compile to the next, so names
    one side only is compared against nothing (its totals from or to 0, status ``appeared``/``vanished``).
 2. Ops pair by their **identity** ``(opcode, op_name, dims)``: the opcode, the framework op name of the HLO
    metadata and the result shape's dimensions without element types or layout (``f32[32,128]{1,0}`` ->
-   ``[32,128]``, from the ops table's ``shape`` column). The element type is not part of it, so a matmul that
-   went from bf16 to f32 is *that op* changing. Ops sharing an identity pair in order of roofline time, then
+   ``[32,128]``, from the ops table's ``result_shape`` column). The element type is not part of it, so a matmul
+   that went from bf16 to f32 is *that op* changing. Ops sharing an identity pair in order of roofline time, then
    FLOPs, largest first.
 3. Ops left over pair by ``(opcode, op_name)``: the same op with other dimensions (a resharded program's
    per-device shapes), marked ``reshaped``.
@@ -51,24 +51,28 @@ __all__ = [
     "compare", "Diff",
 ]
 
-#: Schema of ``Diff.to_json``.
-SCHEMA = "hloscope.diff/2"
+#: Schema of ``Diff.to_json`` (``/3``: the op fields ``count`` and ``shape`` became ``executions`` and
+#: ``result_shape`` -- ``executions_a``..., ``result_shape_a``/``_b`` -- and modules gained ``cost_coverage``).
+SCHEMA = "hloscope.diff/3"
 #: Share of A's total roofline time from which an op is compared on its own by ``op.*`` rules (collectives
 #: always are); also what a baseline stores.
 DEFAULT_SIGNIFICANT = 0.01
 #: Values within this relative margin are the same (float summation noise; baselines keep 9 digits).
 SAME = 1e-8
 #: Op fields compared, in order (columns of the report's ops table).
-OP_FIELDS = ("roofline_s", "measured_s", "flops", "hbm_bytes", "wire_bytes", "count")
-#: Module fields compared (columns of the report's modules table); the module metrics of the rules.
+OP_FIELDS = ("roofline_s", "measured_s", "flops", "hbm_bytes", "wire_bytes", "executions")
+#: Module fields compared (columns of the report's modules table): the module metrics of the rules, and
+#: ``cost_coverage`` (the share of the module's ops whose cost is known), which the verdict checks whatever the
+#: rules (``hloscope.compare.verdict``: a cost that became unknown is a failure, never an improvement).
 MODULE_FIELDS = ("roofline_s", "measured_s", "flops", "transcendentals", "hbm_bytes", "wire_bytes",
-                 "compute_s", "memory_s", "comm_s", "mfu")
+                 "compute_s", "memory_s", "comm_s", "mfu", "cost_coverage")
 #: Bound classes from best to worst: ``op.bound`` compares these ranks.
 BOUND_RANK = {"compute": 0, "memory": 1, "communication": 2}
 
 #: The columns of ``Diff.ops``, in order.
 OP_DIFF_COLUMNS = [
-    "module", "op_name", "opcode", "dims", "category", "instruction_a", "instruction_b", "shape_a", "shape_b",
+    "module", "op_name", "opcode", "dims", "category", "instruction_a", "instruction_b", "result_shape_a",
+    "result_shape_b",
     "dtype_a", "dtype_b", "bound_a", "bound_b", "comm_kind",
     *(f"{f}_{s}" for f in OP_FIELDS for s in ("a", "b", "delta", "rel")),
     "time_a", "time_b", "time_delta", "reshaped", "bound_changed", "significant", "status",
@@ -76,7 +80,8 @@ OP_DIFF_COLUMNS = [
 #: The columns of ``Diff.modules``, in order.
 MODULE_DIFF_COLUMNS = ["module_a", "module_b", "status",
                        *(f"{f}_{s}" for f in MODULE_FIELDS for s in ("a", "b", "delta", "rel"))]
-#: The columns of ``Diff.collectives`` (one row per module pair and collective kind), in order.
+#: The columns of ``Diff.collectives`` (one row per module pair and collective kind), in order: ``count_a`` /
+#: ``count_b`` are numbers of collective ops of the kind (the ``collective.count`` rule), not an ops-table column.
 COLLECTIVE_DIFF_COLUMNS = ["module", "comm_kind", "count_a", "count_b", "wire_bytes_a", "wire_bytes_b",
                            "wire_bytes_delta", "wire_bytes_rel"]
 
@@ -142,7 +147,7 @@ class Diff:
     Attributes:
         a_label, b_label: where A and B came from.
         ops: one row per op pair or unpaired op (``OP_DIFF_COLUMNS``): ``module``, ``op_name``, ``opcode``,
-            ``dims``, ``category``, ``instruction_a``/``_b``, ``shape_a``/``_b``, ``dtype_a``/``_b``,
+            ``dims``, ``category``, ``instruction_a``/``_b``, ``result_shape_a``/``_b``, ``dtype_a``/``_b``,
             ``bound_a``/``_b``, ``comm_kind``, per field of ``OP_FIELDS`` ``_a``, ``_b``, ``_delta``, ``_rel``,
             ``time_a``/``_b``/``_delta``, ``reshaped``, ``bound_changed``, ``significant`` (A's op is compared
             by ``op.*`` rules) and ``status`` (``unchanged``, ``slower``, ``faster``, ``changed`` (work moved,
@@ -205,7 +210,7 @@ class Diff:
         return apply_rules(self, resolve(rules))
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON document (schema ``hloscope.diff/2``): ``schema``, ``a``, ``b`` (labels), ``chip`` (id),
+        """The JSON document (schema ``hloscope.diff/3``): ``schema``, ``a``, ``b`` (labels), ``chip`` (id),
         ``summary`` (status -> number of ops), ``modules``, ``collectives`` and ``ops`` (rows of the DataFrames;
         NaN as None), ``notes``."""
         counts = self.ops["status"].value_counts().to_dict()
@@ -228,7 +233,7 @@ def _records(df: pd.DataFrame) -> list[dict[str, Any]]:
 # compare
 # --------------------------------------------------------------------------------------------------------------
 
-_OP_TEXT = ("instruction", "opcode", "op_name", "shape", "category", "dtype", "bound", "comm_kind")
+_OP_TEXT = ("instruction", "opcode", "op_name", "result_shape", "category", "dtype", "bound", "comm_kind")
 
 
 def _op_records(ops: pd.DataFrame) -> dict[str, list[dict[str, Any]]]:
@@ -240,8 +245,8 @@ def _op_records(ops: pd.DataFrame) -> dict[str, list[dict[str, Any]]]:
         for f in OP_FIELDS:
             r[f] = _num(rec.get(f, math.nan))
         if r["category"] == "unjoined":  # a trace op's only identity is its name
-            r["op_name"], r["opcode"], r["shape"] = r["instruction"], "", ""
-        r["dims"] = dims_of(r["shape"])
+            r["op_name"], r["opcode"], r["result_shape"] = r["instruction"], "", ""
+        r["dims"] = dims_of(r["result_shape"])
         out[str(rec.get("module"))].append(r)
 
     def order(r: dict[str, Any]) -> tuple[bool, float, bool, float]:
@@ -291,7 +296,7 @@ def _op_row(module: str, ra: dict | None, rb: dict | None, both_measured: bool, 
         "module": module, "op_name": ref["op_name"], "opcode": ref["opcode"], "dims": ref["dims"],
         "category": ref["category"],
         "instruction_a": ra["instruction"] if ra else "", "instruction_b": rb["instruction"] if rb else "",
-        "shape_a": ra["shape"] if ra else "", "shape_b": rb["shape"] if rb else "",
+        "result_shape_a": ra["result_shape"] if ra else "", "result_shape_b": rb["result_shape"] if rb else "",
         "dtype_a": ra["dtype"] if ra else "", "dtype_b": rb["dtype"] if rb else "",
         "bound_a": ra["bound"] if ra else "", "bound_b": rb["bound"] if rb else "",
         "comm_kind": ref["comm_kind"] or (ra["comm_kind"] if ra else ""),
@@ -343,7 +348,9 @@ def _module_row(ma: str, mb: str, rows_a: dict[str, dict], rows_b: dict[str, dic
     for f in MODULE_FIELDS:
         va = _num(ra.get(f)) if ra is not None else math.nan
         vb = _num(rb.get(f)) if rb is not None else math.nan
-        if f != "mfu":  # a module one side lacks costs nothing there (unless nothing is known of the field)
+        # A module one side lacks costs nothing there (unless nothing is known of the field); its MFU and its
+        # cost coverage are undefined there, not 0.
+        if f not in ("mfu", "cost_coverage"):
             if ra is None and not _missing(vb):
                 va = 0.0
             if rb is None and not _missing(va):

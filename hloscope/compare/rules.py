@@ -11,7 +11,9 @@ baselines (docs/diff.md, "Rules").
 * ``op.FIELD`` -- per op of A that is significant (``OP_METRICS``; roofline time at least ``significant`` of A's
   total, or a collective) and whose identity ``(opcode, op_name, dims)`` B has: ``op.roofline_s:+5%``;
   ``op.bound:+0`` fails when the bound class gets worse (compute -> memory -> communication, ranked 0, 1, 2).
-  Ops paired as ``reshaped`` (other dims), gone or new are notes: their cost is in the totals.
+  Ops paired as ``reshaped`` (other dims), gone or new are notes: their cost is in the totals. ``op.count`` (the
+  name of ``op.executions`` before the ops table's ``count`` column became ``executions``) is read as
+  ``op.executions``, with a ``DeprecationWarning`` (``DEPRECATED_METRICS``).
 
 The sign gives the direction that fails (no sign: ``+``); ``%`` makes the number a fraction of A's value,
 without it the number is in the field's unit (seconds, FLOPs, bytes, ops). A change past the threshold in the
@@ -36,7 +38,8 @@ from typing import Any, Union
 from hloscope.units import parse_fraction as parse_fraction  # re-exported: the one fraction parser
 
 __all__ = [
-    "DEFAULT_TOLERANCE", "MODULE_METRICS", "COLLECTIVE_METRICS", "OP_METRICS", "SCOPES", "Rule", "RuleSpec",
+    "DEFAULT_TOLERANCE", "MODULE_METRICS", "COLLECTIVE_METRICS", "OP_METRICS", "DEPRECATED_METRICS", "SCOPES",
+    "Rule", "RuleSpec",
     "parse_rule", "parse_rules", "default_rules", "parse_tolerance", "resolve", "describe", "parse_fraction",
 ]
 
@@ -50,7 +53,10 @@ MODULE_METRICS = ("roofline_s", "measured_s", "flops", "transcendentals", "hbm_b
 COLLECTIVE_METRICS = ("wire_bytes", "count")
 #: Per significant op of A (columns of the report's ops table, and ``bound`` ranked 0 compute, 1 memory,
 #: 2 communication).
-OP_METRICS = ("roofline_s", "measured_s", "flops", "hbm_bytes", "wire_bytes", "count", "bound")
+OP_METRICS = ("roofline_s", "measured_s", "flops", "hbm_bytes", "wire_bytes", "executions", "bound")
+#: Old metric names -> their names now. A rule naming one is parsed as the new metric (its ``text`` says the new
+#: name) and warns (``DeprecationWarning``): CI settings written before the rename keep gating.
+DEPRECATED_METRICS = {"op.count": "op.executions"}
 #: scope -> the fields it allows; ``module`` is written without a prefix.
 SCOPES = {"module": MODULE_METRICS, "collective": COLLECTIVE_METRICS, "op": OP_METRICS}
 
@@ -99,17 +105,28 @@ def _number(x: float) -> str:
 def parse_rule(text: str) -> Rule:
     """One rule.
 
+    A deprecated metric (``DEPRECATED_METRICS``: ``op.count``) is read as its new name, with a
+    ``DeprecationWarning`` saying which.
+
     Raises:
         hloscope.errors.ConfigError: it does not parse, names an unknown metric, or puts ``%`` on ``bound``
             (the message gives the syntax).
     """
+    import warnings
+
     from hloscope.errors import ConfigError
 
     m = _RULE.match(text)
     scope = (m.group(1) or "module") if m else ""
-    if m is None or m.group(2) not in SCOPES[scope]:
+    name = m.group(2) if m else ""
+    old = f"{scope}.{name}"
+    if old in DEPRECATED_METRICS:
+        name = DEPRECATED_METRICS[old].split(".", 1)[1]
+        warnings.warn(f"rule {text.strip()!r}: {old} is now {DEPRECATED_METRICS[old]} (the ops table's column "
+                      f"was renamed); write {DEPRECATED_METRICS[old]}", DeprecationWarning, stacklevel=2)
+    if m is None or name not in SCOPES[scope]:
         raise ConfigError(f"bad rule {text.strip()!r}: expected {SYNTAX}")
-    _, name, sign, number, pct = m.groups()
+    _, _, sign, number, pct = m.groups()
     if name == "bound" and pct:
         raise ConfigError(f"bad rule {text.strip()!r}: op.bound counts bound classes (0 compute, 1 memory, "
                           "2 communication): write op.bound:+0, without %")

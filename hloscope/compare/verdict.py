@@ -5,10 +5,19 @@ Scopes (docs/diff.md, "Rules"): module rules compare each module pair's totals; 
 collective kinds (a kind new to B, or gone from it, is said once, by the count rule when there is one, and the
 new collective ops are named); op rules each significant op of A whose identity B has (reshaped, gone and new
 ops are notes: their cost is in the totals).
+
+A cost that became unknown fails whatever the rules (``UNKNOWN_COST``, given any rule at all): hloscope leaves
+an unknown cost (an opaque custom call, an unknown opcode, a cost rule that failed: NaN, flagged ``unknown-flops``
+/ ``unknown-bytes``) out of the module totals, so without this check a change that made an op's cost unknown
+would lower B's FLOPs and roofline time and read as an improvement. It fails when a paired module's
+``cost_coverage`` (the share of its ops whose roofline time is known) is lower in B than in A, or when an op
+paired on both sides has a known roofline time or FLOPs in A and an unknown one in B. A side without
+``cost_coverage`` (a ``hloscope.baseline/2`` file, a hand-made report) is not checked on coverage.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -22,13 +31,17 @@ from hloscope.units import quantity
 if TYPE_CHECKING:
     from hloscope.compare.engine import Diff
 
-__all__ = ["Finding", "Verdict", "apply_rules"]
+__all__ = ["UNKNOWN_COST", "Finding", "Verdict", "apply_rules"]
+
+#: The ``rule`` of a finding that a cost became unknown (not a rule one writes: it holds under every rule set).
+UNKNOWN_COST = "unknown-cost"
 
 #: Fields for people, in messages.
 _LABELS = {"roofline_s": "roofline time", "measured_s": "measured time", "flops": "FLOPs",
            "transcendentals": "transcendentals", "hbm_bytes": "HBM bytes", "wire_bytes": "wire bytes",
            "compute_s": "compute time", "memory_s": "memory time", "comm_s": "comm time", "mfu": "MFU",
-           "count": "ops", "bound": "bound", "new": "wire bytes"}
+           "count": "ops", "executions": "executions", "bound": "bound", "new": "wire bytes",
+           "cost_coverage": "cost coverage"}
 
 
 def _unit(name: str) -> str:
@@ -78,8 +91,15 @@ class Finding:
         return _LABELS.get(self.field, self.field)
 
     @property
+    def unknown_cost(self) -> bool:
+        """Whether this finding says that a cost became unknown (``UNKNOWN_COST``)."""
+        return self.rule == UNKNOWN_COST
+
+    @property
     def change(self) -> str:
-        """``+12.5%``, ``memory -> communication``, ``2 -> 3 ops``, ``new``."""
+        """``+12.5%``, ``memory -> communication``, ``2 -> 3 ops``, ``new``, ``cost became unknown``."""
+        if self.unknown_cost:
+            return "cost became unknown"
         if self.field == "bound":
             return f"{self.old} -> {self.new}"
         if self.field == "new":
@@ -91,6 +111,10 @@ class Finding:
         return _change(self.old, self.new)
 
     def shown(self, value: Any) -> str:
+        if self.field == "cost_coverage":
+            return _coverage(value, self.old, self.new)
+        if self.unknown_cost and _missing(value):
+            return "unknown"
         if self.field == "bound":
             return str(value) if value else "-"
         if self.field == "count":
@@ -102,6 +126,10 @@ class Finding:
     def line(self) -> str:
         """One line: ``RULE: module: subject: metric A -> B (change)``."""
         where = self.module + (f": {self.subject}" if self.subject != "total" else "")
+        if self.unknown_cost:
+            coverage = (f" (coverage {self.shown(self.old)} -> {self.shown(self.new)})"
+                        if self.field == "cost_coverage" else "")
+            return f"{self.rule}: {where}: cost became unknown: {self.note}{coverage}"
         if self.note == "not known on both sides":
             return f"{self.rule}: {where}: {self.field} is not known on both sides"
         if self.field == "new":
@@ -112,6 +140,18 @@ class Finding:
 
 def _count(value: Any) -> str:
     return "-" if _missing(value) else f"{value:g}"
+
+
+def _coverage(value: Any, a: Any, b: Any) -> str:
+    """A cost coverage (a fraction) with 2 decimals, or as many more (up to 6) as tell ``a`` and ``b`` apart:
+    ``1.00 -> 0.97``, ``1.000 -> 0.999``."""
+    if _missing(value):
+        return "-"
+    digits = 2
+    if not (_missing(a) or _missing(b)) and a != b:
+        while digits < 6 and f"{a:.{digits}f}" == f"{b:.{digits}f}":
+            digits += 1
+    return f"{value:.{digits}f}"
 
 
 @dataclass(frozen=True)
@@ -207,7 +247,7 @@ def _op_label(r: dict[str, Any]) -> str:
         name = name[:20] + "..." + name[-37:]
     dims = _short(r["dims"], 40)
     if r["status"] not in ("appeared", "vanished") and r["reshaped"]:
-        dims = f"{_short(dims_of(r['shape_a']), 28)}->{_short(dims_of(r['shape_b']), 28)}"
+        dims = f"{_short(dims_of(r['result_shape_a']), 28)}->{_short(dims_of(r['result_shape_b']), 28)}"
     label = " ".join(p for p in (r["opcode"], name, dims) if p)
     if r["dtype_a"] and r["dtype_b"] and r["dtype_a"] != r["dtype_b"]:
         label += f" {r['dtype_a']}->{r['dtype_b']}"
@@ -285,7 +325,7 @@ def apply_rules(d: Diff, rules: tuple[Rule, ...]) -> Verdict:
     op_found: list[tuple[int, Finding]] = []
     same = [r for r in ops if r["significant"] and r["status"] not in ("appeared", "vanished") and not r["reshaped"]]
     for rule in (r for r in rules if r.scope == "op"):
-        if rule.field in ("roofline_s", "measured_s", "flops", "hbm_bytes", "wire_bytes", "count"):
+        if rule.field in ("roofline_s", "measured_s", "flops", "hbm_bytes", "wire_bytes", "executions"):
             for m in modules:
                 name = m["module_b"] or m["module_a"]
                 mine = [r for r in same if r["module"] == name]
@@ -318,6 +358,16 @@ def apply_rules(d: Diff, rules: tuple[Rule, ...]) -> Verdict:
         elif outcome < 0:
             imp.append(f)
 
+    # A cost that became unknown: a failure under any rule set (see the module docstring), never an improvement.
+    unknown = _unknown_costs(modules, ops, where)
+    if rules:
+        reg[:0] = unknown
+        hit = {f.module for f in unknown}
+        imp = [dataclasses.replace(f, note=f"{f.note + '; ' if f.note else ''}a cost became unknown")
+               if f.scope == "module" and f.module in hit else f for f in imp]
+    else:
+        notes += [f.line() for f in unknown]
+
     # Notes: significant ops reshaped or gone, new significant ops (their cost shows in the totals).
     total_b = float(d.modules["roofline_s_b"].fillna(0).sum()) if len(d.modules) else 0.0
     for r in ops:
@@ -332,3 +382,41 @@ def apply_rules(d: Diff, rules: tuple[Rule, ...]) -> Verdict:
             notes.append(f"new op: {_op_label(r)} {r['dtype_b']} ({quantity(r['roofline_s_b'], 's')}, "
                          f"{r['bound_b']}-bound)")
     return Verdict(rules, tuple(reg), tuple(imp), tuple(notes), d.chip.id)
+
+
+def _unknown_costs(modules: list[dict[str, Any]], ops: list[dict[str, Any]], where: Any) -> list[Finding]:
+    """Findings (rule ``UNKNOWN_COST``) of every paired module whose ``cost_coverage`` fell, and of every op
+    paired on both sides whose roofline time or FLOPs was known in A and is unknown (NaN) in B.
+
+    The instructions no longer costed are counted from the ops of each side whose roofline time is unknown (a
+    baseline stores those since ``hloscope.baseline/3``)."""
+    out: list[Finding] = []
+    unknown_a: dict[str, int] = {}
+    unknown_b: dict[str, int] = {}
+    for r in ops:
+        if _missing(r["roofline_s_a"]):
+            unknown_a[r["module"]] = unknown_a.get(r["module"], 0) + 1
+        if _missing(r["roofline_s_b"]):
+            unknown_b[r["module"]] = unknown_b.get(r["module"], 0) + 1
+    by_name = {}
+    for m in modules:
+        name = m["module_b"] or m["module_a"]
+        by_name[name] = where(m)
+        a, b = m["cost_coverage_a"], m["cost_coverage_b"]
+        if m["status"] != "paired" or _missing(a) or _missing(b) or not b < a - SAME:
+            continue
+        more = unknown_b.get(name, 0) - unknown_a.get(name, 0)
+        now = unknown_b.get(name, 0)
+        note = (f"{more} instruction{'s' if more != 1 else ''} no longer costed" if more > 0 else
+                f"{now} instruction{'s' if now != 1 else ''} not costed")
+        out.append(Finding(UNKNOWN_COST, "module", where(m), "total", "cost_coverage", a, b, note))
+    for r in ops:
+        if r["status"] in ("appeared", "vanished"):
+            continue
+        lost = [f for f in ("roofline_s", "flops") if not _missing(r[f"{f}_a"]) and _missing(r[f"{f}_b"])]
+        if not lost:
+            continue
+        note = ", ".join(f"{_LABELS[f]} {quantity(r[f'{f}_a'], _unit(f))} -> unknown" for f in lost)
+        out.append(Finding(UNKNOWN_COST, "op", by_name.get(r["module"], r["module"]), _op_label(r), lost[0],
+                           r[f"{lost[0]}_a"], math.nan, note))
+    return out

@@ -27,9 +27,9 @@ def _missing(value: object) -> bool:
 def _fmt(f: str, value: float) -> str:
     if f.endswith("_s"):
         return duration(value)
-    if f == "mfu":
+    if f in ("mfu", "cost_coverage"):
         return "-" if _missing(value) else f"{value:.1%}"
-    if f == "count":
+    if f == "executions":
         return "-" if _missing(value) else f"{value:g}"
     return si(value, "B" if "bytes" in f else ("FLOP" if f == "flops" else ""))
 
@@ -108,8 +108,8 @@ def render_diff_table(d: Diff, file: IO[str] | None = None, top: int = 25, width
             t.add_column(col, overflow="fold")
         for _, r in rows.iterrows():
             t.add_row(Text(_tail(str(r["op_name"]), 60) or "-"), Text(str(r["opcode"])),
-                      Text(_op_cell(r["instruction_a"], r["shape_a"])),
-                      Text(_op_cell(r["instruction_b"], r["shape_b"])),
+                      Text(_op_cell(r["instruction_a"], r["result_shape_a"])),
+                      Text(_op_cell(r["instruction_b"], r["result_shape_b"])),
                       duration(r["time_a"]), duration(r["time_b"]),
                       percent((r["time_b"] - r["time_a"]) / r["time_a"] if r["time_a"] else math.nan),
                       signed(r["flops_delta"], ""), signed(r["hbm_bytes_delta"], "B"),
@@ -144,8 +144,8 @@ def render_diff_html(d: Diff, top: int = 200) -> str:
         parts.append(f"<h2>{escape(title)}</h2><table><tr><th>op_name</th><th>opcode</th><th>A</th><th>B</th>"
                      "<th>time A</th><th>time B</th><th>wire bytes A</th><th>wire bytes B</th><th>bound</th></tr>")
         for _, r in rows.iterrows():
-            cells = [r["op_name"], r["opcode"], f"{r['instruction_a']} {r['shape_a']}",
-                     f"{r['instruction_b']} {r['shape_b']}", duration(r["time_a"]), duration(r["time_b"]),
+            cells = [r["op_name"], r["opcode"], f"{r['instruction_a']} {r['result_shape_a']}",
+                     f"{r['instruction_b']} {r['result_shape_b']}", duration(r["time_a"]), duration(r["time_b"]),
                      si(r["wire_bytes_a"], "B"), si(r["wire_bytes_b"], "B"), f"{r['bound_a']} -> {r['bound_b']}"]
             parts.append("<tr>" + "".join(f"<td>{escape(str(c))}</td>" for c in cells) + "</tr>")
         parts.append("</table>")

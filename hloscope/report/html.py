@@ -1,7 +1,7 @@
 """The report as one self-contained HTML page: the roofline chart (inline SVG, drawn here), the module summary
 and a sortable per-op table. No network at view time: no external script, style, font or image.
 
-Everything that comes from the input -- op names, metadata, source paths, module names, notes, flags -- is
+Everything that comes from the input -- op names, metadata, source paths, module names, notes, caveats -- is
 untrusted (an HLO file is anyone's text; ``jax.named_scope`` puts any string in ``op_name``). It is written
 only as escaped text or escaped attribute values (``html.escape(..., quote=True)``), never into the page's
 script, whose only data is what it reads back with ``getAttribute`` / ``textContent``.
@@ -31,10 +31,10 @@ OTHER_COLOR = "#757575"
 #: Ops-table columns: (column, header, format).
 TABLE_COLUMNS = [
     ("instruction", "instruction", "text"), ("opcode", "opcode", "text"), ("category", "category", "text"),
-    ("op_name", "op_name", "text"), ("source", "source", "text"), ("count", "count", "num"),
+    ("op_name", "op_name", "text"), ("source", "source", "text"), ("executions", "executions", "num"),
     ("flops", "FLOPs", "si"), ("hbm_bytes", "HBM bytes", "bytes"), ("wire_bytes", "wire bytes", "bytes"),
     ("intensity", "FLOPs/byte", "num"), ("bound", "bound", "text"), ("roofline_s", "roofline", "time"),
-    ("measured_s", "measured", "time"), ("efficiency", "efficiency", "pct"), ("flags", "flags", "text"),
+    ("measured_s", "measured", "time"), ("efficiency", "efficiency", "pct"), ("caveats", "caveats", "text"),
 ]
 
 
@@ -196,10 +196,10 @@ def _modules(report: Report) -> str:
             f"<td class=n>{escape(duration(m['compute_bound_s']))}</td>",
             f"<td class=n>{escape(duration(m['memory_bound_s']))}</td>",
             f"<td class=n>{escape(duration(m['communication_bound_s']))}</td>",
-            f"<td>{escape(str(m['flags'] or ''))}</td>"]) + "</tr>")
+            f"<td>{escape(str(m['caveats'] or ''))}</td>"]) + "</tr>")
     head = ("<tr><th>module</th><th>" + ("measured" if traced else "roofline") + " time</th><th>roofline</th>"
             "<th>FLOPs</th><th>HBM bytes</th><th>wire bytes</th><th>MFU</th><th>compute-bound</th>"
-            "<th>memory-bound</th><th>comm-bound</th><th>flags</th></tr>")
+            "<th>memory-bound</th><th>comm-bound</th><th>caveats</th></tr>")
     return f"<table class=summary>{head}{''.join(rows)}</table>"
 
 

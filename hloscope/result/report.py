@@ -18,11 +18,19 @@ if TYPE_CHECKING:
 
     from hloscope.roofline.chips import ChipSpec
 
-SCHEMA = "hloscope.report/2"
+SCHEMA = "hloscope.report/3"
 #: Field names of ``hloscope.report/1`` documents and their ``/2`` names (one name per quantity: HBM traffic is
-#: ``hbm_*bytes``, bytes on the wire ``wire_bytes``); ``from_dict`` reads ``/1`` documents through it.
+#: ``hbm_*bytes``, bytes on the wire ``wire_bytes``); ``from_dict`` reads ``/1`` documents through it (then
+#: through ``RENAMED_IN_3``).
 RENAMED_IN_2 = {"bytes_accessed": "hbm_bytes", "bytes_read": "hbm_read_bytes", "bytes_written": "hbm_write_bytes",
                 "comm_bytes": "wire_bytes"}
+#: Field names of ``hloscope.report/2`` (and ``/1``) documents and their ``/3`` names: no column of the ops or
+#: modules table may be an attribute of ``pandas.DataFrame`` (``report.ops.flags`` was pandas'
+#: ``DataFrame.flags``, ``.count`` its method, ``.shape`` its tuple). ``from_dict`` reads ``/2`` documents
+#: through it.
+RENAMED_IN_3 = {"count": "executions", "flags": "caveats", "shape": "result_shape"}
+#: The schemas ``from_dict`` reads, each with the renames that bring its fields to ``SCHEMA``'s, in order.
+_RENAMES = {"hloscope.report/1": (RENAMED_IN_2, RENAMED_IN_3), "hloscope.report/2": (RENAMED_IN_3,), SCHEMA: ()}
 
 
 @dataclass(repr=False)
@@ -65,7 +73,7 @@ class Report(ReportAssertions):
             "schema": SCHEMA,
             "chip": chip_to_dict(self.chip),
             "modules": _records(self.modules),
-            "ops": [dict(r, flags=[f for f in (r["flags"] or "").split(",") if f]) for r in _records(self.ops)],
+            "ops": [dict(r, caveats=[f for f in (r["caveats"] or "").split(",") if f]) for r in _records(self.ops)],
             "coverage": self.coverage,
             "notes": self.notes,
             "compiled_for": self.compiled_for,
@@ -82,11 +90,13 @@ class Report(ReportAssertions):
         """A report from its JSON document (``to_dict``), e.g. one written by ``hloscope report --format json``.
 
         Columns a document lacks (an older writer) are filled with nulls; a document without ``compiled_for``
-        reads as ``{}``. ``hloscope.report/1`` documents are read too, their fields renamed (``RENAMED_IN_2``).
+        reads as ``{}``. ``hloscope.report/2`` documents are read too, their fields renamed (``RENAMED_IN_3``:
+        ``count``, ``flags``, ``shape`` -> ``executions``, ``caveats``, ``result_shape``), and ``/1`` documents
+        (``RENAMED_IN_2``, then ``RENAMED_IN_3``).
 
         Raises:
-            ReportSchemaError: (a ``ValueError``) not a ``hloscope.report/1`` or ``/2`` document -- the message names
-                ``source`` and the schema found -- or one whose ``chip`` is missing or malformed.
+            ReportSchemaError: (a ``ValueError``) not a ``hloscope.report/1``, ``/2`` or ``/3`` document -- the
+                message names ``source`` and the schema found -- or one whose ``chip`` is missing or malformed.
         """
         import pandas as pd
 
@@ -94,39 +104,52 @@ class Report(ReportAssertions):
         from hloscope.roofline.chips import chip_from_dict
 
         found = data.get("schema") if isinstance(data, dict) else None
-        if found == "hloscope.report/1":
-            data = dict(data, ops=[_renamed(r) for r in data.get("ops") or []],
-                        modules=[_renamed(r) for r in data.get("modules") or []])
-        elif found != SCHEMA:
-            raise ReportSchemaError(source, f"expected a report JSON with \"schema\": \"{SCHEMA}\", found "
-                                    f"{found!r}")
+        renames = _RENAMES.get(found) if isinstance(found, str) else None
+        if renames is None:
+            raise ReportSchemaError(source, f"expected a report JSON with \"schema\": \"{SCHEMA}\" (or an older "
+                                    f"hloscope.report/2 or /1), found {found!r}")
+        if renames:
+            data = dict(data, ops=[_renamed(r, renames) for r in data.get("ops") or []],
+                        modules=[_renamed(r, renames) for r in data.get("modules") or []])
         if not isinstance(data.get("chip"), dict):
             raise ReportSchemaError(source, "the report has no \"chip\" object")
-        ops = [dict(r, flags=",".join(r.get("flags") or ())) for r in data.get("ops", [])]
+        ops = [dict(r, caveats=",".join(r.get("caveats") or ())) for r in data.get("ops", [])]
         frame = pd.DataFrame(ops, columns=OP_COLUMNS)
-        for col in ("op_name", "source", "shape", "comm_kind", "dtype", "bound", "flags", "category"):
-            frame[col] = frame[col].fillna("")
+        for col in ("op_name", "source", "result_shape", "comm_kind", "dtype", "bound", "caveats", "category"):
+            frame[col] = frame[col].astype(object).fillna("")  # (an all-null column is float64)
         numeric = [c for c in OP_COLUMNS if c not in (
             "module", "computation", "instruction", "opcode", "category", "op_name", "source", "comm_kind",
-            "dtype", "bound", "flags", "shape")]
+            "dtype", "bound", "caveats", "result_shape")]
         frame[numeric] = frame[numeric].apply(pd.to_numeric, errors="coerce")
         modules = pd.DataFrame(data.get("modules", []), columns=MODULE_COLUMNS)
-        num_mod = [c for c in MODULE_COLUMNS if c not in ("name", "dtype", "flags")]
+        num_mod = [c for c in MODULE_COLUMNS if c not in ("name", "dtype", "caveats")]
         modules[num_mod] = modules[num_mod].apply(pd.to_numeric, errors="coerce")
         return cls(frame, modules, chip_from_dict(data["chip"]), dict(data.get("coverage") or {}),
                    list(data.get("notes") or []), dict(data.get("compiled_for") or {}))
 
 
-def _renamed(row: Any) -> Any:
-    return {RENAMED_IN_2.get(k, k): v for k, v in row.items()} if isinstance(row, dict) else row
+def _renamed(row: Any, renames: tuple[dict[str, str], ...]) -> Any:
+    """``row`` with its keys renamed by each map of ``renames`` in turn (an older document's fields under
+    ``SCHEMA``'s names); a key the new name already holds is not overwritten."""
+    if not isinstance(row, dict):
+        return row
+    for names in renames:
+        out: dict[str, Any] = {}
+        for k, v in row.items():
+            new = names.get(k, k)
+            if new != k and new in row:
+                continue  # the document has both names: keep the field under the new one as written
+            out[new] = v
+        row = out
+    return row
 
 
 def load_report(path: str | os.PathLike[str]) -> Report:
     """Read a report JSON file written by ``hloscope report --format json``.
 
     Raises:
-        ReportSchemaError: (a ``ValueError``) the file is not JSON, or not a ``hloscope.report/1`` or ``/2`` document
-            (names the file).
+        ReportSchemaError: (a ``ValueError``) the file is not JSON, or not a ``hloscope.report/1``, ``/2`` or ``/3``
+            document (names the file).
         FileNotFoundError: no such file.
     """
     text = Path(path).read_text(encoding="utf-8")

@@ -16,20 +16,22 @@ if TYPE_CHECKING:
     from hloscope.cost import ModuleCost
     from hloscope.roofline.chips import ChipSpec
 
-#: The ops table's columns, in order: a contract (docs/report.md).
+#: The ops table's columns, in order: a contract (docs/report.md). No name is an attribute of
+#: ``pandas.DataFrame`` (``report.ops.caveats`` is the column; ``flags``, ``count`` and ``shape`` would be pandas'
+#: own ``DataFrame.flags``, ``DataFrame.count`` and ``DataFrame.shape``): tests/report/test_column_names.py.
 OP_COLUMNS = [
-    "module", "computation", "instruction", "opcode", "category", "op_name", "source", "count",
+    "module", "computation", "instruction", "opcode", "category", "op_name", "source", "executions",
     "flops", "transcendentals", "hbm_bytes", "hbm_read_bytes", "hbm_write_bytes", "wire_bytes", "comm_kind",
     "group_size", "dtype", "intensity", "critical_intensity", "compute_s", "memory_s", "comm_s", "roofline_s",
     "bound", "measured_s", "occurrences", "step_fraction", "efficiency", "achieved_flops_per_s",
-    "achieved_bytes_per_s", "lost_s", "flags", "shape",
+    "achieved_bytes_per_s", "lost_s", "caveats", "result_shape",
 ]
 
 #: The modules table's columns, in order.
 MODULE_COLUMNS = [
     "name", "flops", "transcendentals", "hbm_bytes", "wire_bytes", "compute_s", "memory_s", "comm_s",
     "roofline_s", "measured_s", "mfu", "cost_coverage", "dtype", "compute_bound_s", "memory_bound_s",
-    "communication_bound_s", "flags",
+    "communication_bound_s", "caveats",
 ]
 
 _COLLECTIVE = frozenset(
@@ -48,11 +50,20 @@ _FUSED_MATMUL = frozenset({"dot", "convolution"})
 
 
 def category(inst, module) -> str:
-    """``matmul`` (dot, convolution, or a fusion/custom call holding one), ``fusion:<kind>``, ``collective``,
-    ``data-movement``, ``control``, ``custom-call``, ``reduction`` or ``elementwise``."""
+    """``matmul`` (dot, convolution, or a fusion holding one), ``fusion:<kind>``, ``collective``,
+    ``data-movement``, ``control``, ``custom-call``, ``reduction``, ``fft`` or ``elementwise``.
+
+    ``fft`` is XLA's ``fft`` instruction (FFT, IFFT, RFFT, IRFFT): an O(n log n) transform costed by its own
+    rule (``hloscope.cost.reduction.fft``, XLA's ``HandleFft``), not an elementwise op. XLA:CPU keeps
+    ``jnp.fft.fft`` as one ``fft`` instruction (tests/roofline/test_category.py); libtpu lowers it to fusions
+    holding dots (checked: ``jnp.fft.fft`` on ``c64[8,64]`` compiled deviceless for TPU v5e), which are
+    ``matmul``.
+    """
     op = inst.opcode
     if op in ("dot", "convolution", "ragged-dot"):
         return "matmul"
+    if op == "fft":
+        return "fft"
     if op == "fusion":
         for name in inst.called_computations.get("calls", ()):
             if not _FUSED_MATMUL.isdisjoint(module.computation(name).opcodes):  # (builds no instruction)
@@ -124,7 +135,7 @@ def ops_frame(costs: list[ModuleCost], chip: ChipSpec, measured: Mapping[tuple[s
             rows.append({
                 "module": mname, "computation": row.computation, "instruction": inst.name, "opcode": inst.opcode,
                 "category": category(inst, module), "op_name": md.op_name if md else "",
-                "source": md.source if md else "", "count": n, "flops": flops,
+                "source": md.source if md else "", "executions": n, "flops": flops,
                 "transcendentals": cost.transcendentals * n, "hbm_bytes": hbm,
                 "hbm_read_bytes": cost.bytes_read * n, "hbm_write_bytes": cost.bytes_written * n,
                 "wire_bytes": cost.comm_bytes * n, "comm_kind": cost.comm_kind, "group_size": cost.group_size,
@@ -137,7 +148,7 @@ def ops_frame(costs: list[ModuleCost], chip: ChipSpec, measured: Mapping[tuple[s
                 "achieved_flops_per_s": flops / measured_s if timing and measured_s > 0 else math.nan,
                 "achieved_bytes_per_s": hbm / measured_s if timing and measured_s > 0 else math.nan,
                 "lost_s": measured_s - roofline_s if timing else math.nan,
-                "flags": ",".join(sorted(cost.flags | s.flags)), "shape": str(inst.shape),
+                "caveats": ",".join(sorted(cost.flags | s.flags)), "result_shape": str(inst.shape),
             })
     # Trace ops that name no instruction of any module: listed, never dropped.
     known = {(r["module"], r["instruction"]) for r in rows}
@@ -146,7 +157,7 @@ def ops_frame(costs: list[ModuleCost], chip: ChipSpec, measured: Mapping[tuple[s
             rows.append({c: math.nan for c in OP_COLUMNS} | {
                 "module": mname, "computation": "", "instruction": op, "opcode": "", "category": "unjoined",
                 "op_name": "", "source": "", "comm_kind": "", "dtype": "", "bound": "", "measured_s": sec,
-                "occurrences": occ, "flags": "not-in-hlo", "shape": ""})
+                "occurrences": occ, "caveats": "not-in-hlo", "result_shape": ""})
     df = pd.DataFrame(rows, columns=OP_COLUMNS)
     sort_key = "measured_s" if measured else "roofline_s"
     return df.sort_values(sort_key, ascending=False, na_position="last", kind="stable").reset_index(drop=True)
@@ -187,7 +198,7 @@ def modules_frame(costs: list[ModuleCost], ops: pd.DataFrame, chip: ChipSpec,
             "dtype": dtype, "compute_bound_s": float(by_bound.get("compute", 0.0)),
             "memory_bound_s": float(by_bound.get("memory", 0.0)),
             "communication_bound_s": float(by_bound.get("communication", 0.0)),
-            "flags": ",".join(sorted(flags)),
+            "caveats": ",".join(sorted(flags)),
         })
     return pd.DataFrame(rows, columns=MODULE_COLUMNS)
 

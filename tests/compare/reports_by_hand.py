@@ -12,7 +12,7 @@ from hloscope.roofline.chips import get_chip
 from hloscope.roofline.tables import MODULE_COLUMNS, OP_COLUMNS
 
 _TEXT = ("module", "computation", "instruction", "opcode", "category", "op_name", "source", "comm_kind", "dtype",
-         "bound", "flags", "shape")
+         "bound", "caveats", "result_shape")
 
 
 def op(instruction: str, opcode: str, op_name: str, shape: str, roofline_s: float, *, module: str = "m",
@@ -22,9 +22,9 @@ def op(instruction: str, opcode: str, op_name: str, shape: str, roofline_s: floa
     dtype = shape.split("[", 1)[0].lstrip("(") if "[" in shape else ""
     row = {c: ("" if c in _TEXT else math.nan) for c in OP_COLUMNS}
     row.update(module=module, computation="main", instruction=instruction, opcode=opcode,
-               category=category or ("collective" if comm_kind else "elementwise"), op_name=op_name, shape=shape,
+               category=category or ("collective" if comm_kind else "elementwise"), op_name=op_name, result_shape=shape,
                dtype=dtype, bound=bound, roofline_s=roofline_s, comm_kind=comm_kind, wire_bytes=wire_bytes,
-               flops=flops, hbm_bytes=hbm_bytes, count=1.0, measured_s=measured_s,
+               flops=flops, hbm_bytes=hbm_bytes, executions=1.0, measured_s=measured_s,
                compute_s=0.0, memory_s=roofline_s if bound == "memory" else 0.0,
                comm_s=roofline_s if bound == "communication" else 0.0)
     row.update(extra)
@@ -46,5 +46,5 @@ def report(rows: list[dict], chip: str = "tpu-v5e", modules: list[str] | None = 
             "wire_bytes": sum(r["wire_bytes"] for r in mine),
             "compute_s": sum(r["compute_s"] for r in mine), "memory_s": sum(r["memory_s"] for r in mine),
             "comm_s": sum(r["comm_s"] for r in mine), "roofline_s": sum(r["roofline_s"] for r in mine),
-            "measured_s": sum(measured) if measured else math.nan, "dtype": "f32", "flags": ""})
+            "measured_s": sum(measured) if measured else math.nan, "dtype": "f32", "caveats": ""})
     return Report(ops, pd.DataFrame(mods, columns=MODULE_COLUMNS), get_chip(chip), {"static": True}, [])

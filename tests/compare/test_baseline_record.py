@@ -26,7 +26,7 @@ def test_record_keeps_collectives_and_significant_ops():
     assert [o["op_name"] for o in b.ops] == ["jit(f)/psum", "jit(f)/big", "jit(f)/mid"]  # sorted by identity
     assert b.roofline_s == pytest.approx(102.5e-9)
     big = next(o for o in b.ops if o["op_name"] == "jit(f)/big")
-    assert big["shape"] == "bf16[64,64]{1,0}" and big["flops"] == 1_000_000 and isinstance(big["flops"], int)
+    assert big["result_shape"] == "bf16[64,64]{1,0}" and big["flops"] == 1_000_000 and isinstance(big["flops"], int)
     assert "measured_s" not in big and "instruction" not in big  # run-to-run noise and renumbered names
     assert set(big) == set(bl.STORED_FIELDS["ops"])
 

@@ -59,7 +59,7 @@ def test_other_dims_pair_as_reshaped_then_the_rest_appear_or_vanish():
     d = compare(a, b)
     by = {r["opcode"]: r for r in d.ops.to_dict("records")}
     assert by["dot"]["reshaped"] and by["dot"]["status"] == "changed"  # same time, other dims
-    assert by["dot"]["shape_a"] == "f32[8,256]" and by["dot"]["shape_b"] == "f32[4,512]"
+    assert by["dot"]["result_shape_a"] == "f32[8,256]" and by["dot"]["result_shape_b"] == "f32[4,512]"
     assert by["exponential"]["status"] == "vanished" and by["all-gather"]["status"] == "appeared"
     assert by["all-gather"]["wire_bytes_delta"] == 64.0
     (c,) = d.collectives.to_dict("records")
@@ -67,7 +67,7 @@ def test_other_dims_pair_as_reshaped_then_the_rest_appear_or_vanish():
 
 
 def test_trace_ops_without_hlo_pair_by_instruction_name():
-    unjoined = {"category": "unjoined", "bound": "", "flags": "not-in-hlo"}
+    unjoined = {"category": "unjoined", "bound": "", "caveats": "not-in-hlo"}
     a = report([op("custom-kernel.3", "", "", "", math.nan, measured_s=2e-6, **unjoined),
                 op("other.1", "", "", "", math.nan, measured_s=1e-6, **unjoined)])
     b = report([op("custom-kernel.3", "", "", "", math.nan, measured_s=3e-6, **unjoined)])

@@ -448,7 +448,7 @@ def test_line_costs_score_on_a_chip(first_trace):
     step = ev.ops[ev.ops["module"] == "jit_step_fun"]
     assert busy["jit_step_fun"] == pytest.approx(step["self_ps"].sum() / 2 / 1e12)
     assert ops["measured_s"].sum() == pytest.approx(sum(busy.values()))
-    libtpu = ops[ops["flags"].str.contains("costed-by-libtpu")]
+    libtpu = ops[ops["caveats"].str.contains("costed-by-libtpu")]
     assert set(libtpu.opcode) <= {"fusion", "async-start", "async-done", "all-reduce", "custom-call"}
     assert (ops[ops.opcode == "fusion"].category.isin(["matmul", "fusion:kLoop", "fusion:kCustom",
                                                        "fusion:kOutput"])).all()

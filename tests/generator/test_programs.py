@@ -174,7 +174,7 @@ def _flags(value: Any) -> set[str]:
 def flagged(report: Any, flag: str) -> list[str]:
     """Instructions of ``report`` carrying ``flag``."""
     ops = report.ops
-    return [str(name) for name, flags in zip(ops["instruction"], ops["flags"]) if flag in _flags(flags)]
+    return [str(name) for name, flags in zip(ops["instruction"], ops["caveats"]) if flag in _flags(flags)]
 
 
 # ---- parameters ------------------------------------------------------------------------------------------------
@@ -225,7 +225,7 @@ def test_flops_match_xla(prog: Program, target: str) -> None:
     expected = out.xla_flops + adj.flops
     n_while, n_known = whiles(out.text)
     if n_while:
-        flags = _flags(report.modules["flags"].iloc[0])
+        flags = _flags(report.modules["caveats"].iloc[0])
         if prog.dynamic_loop:  # no FLOPs to expect; hloscope must say it does not know the trip count
             assert "unknown-trip-count" in flags, f"{prog.name} ({target}): data-dependent loop, flags {flags}"
             return

@@ -35,7 +35,7 @@ def collectives() -> Report:
 
 def test_totals_of_the_report(large):
     assert list(large.ops.columns)[:4] == ["module", "computation", "instruction", "opcode"]
-    assert large.chip.id == "tpu-v5e" and large.to_dict()["schema"] == "hloscope.report/2"
+    assert large.chip.id == "tpu-v5e" and large.to_dict()["schema"] == "hloscope.report/3"
     assert large.roofline_s == pytest.approx(large.ops.roofline_s.sum())
     assert large.hbm_bytes == large.modules.hbm_bytes.sum() and large.wire_bytes == large.modules.wire_bytes.sum()
     assert large.wire_bytes_by_kind().keys() == {"all-reduce"}

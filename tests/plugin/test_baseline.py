@@ -58,7 +58,7 @@ def test_baseline_of_real_hlo(report, mlp):
     # Identity is opcode + op_name + dims: element types and layouts are not part of it; XLA instruction names
     # are not even stored.
     for o in mlp.ops:
-        dims = dims_of(o["shape"])
+        dims = dims_of(o["result_shape"])
         assert dims.startswith(("[", "(")) and not any(t in dims for t in ("f32", "bf16", "{"))
         assert "instruction" not in o
     total = float(report.modules["roofline_s"].sum())
@@ -94,7 +94,7 @@ def test_json_round_trip_is_stable(report, mlp, tmp_path):
     v = check(again, report)
     assert not v.regressions and not v.improvements
     doc = json.loads(bl.to_json(mlp))
-    assert doc["schema"] == "hloscope.baseline/2" and list(doc)[:3] == ["schema", "test", "chip"]
+    assert doc["schema"] == "hloscope.baseline/3" and list(doc)[:3] == ["schema", "test", "chip"]
     path = tmp_path / "a" / "b.json"
     assert bl.write_baseline(path, mlp) is True
     assert bl.write_baseline(path, mlp) is False  # identical content: file untouched
@@ -141,9 +141,9 @@ def test_op_regression_names_the_op_and_its_numbers(report, mlp):
 
 
 def test_bound_getting_worse_fails_and_better_passes(report, mlp):
-    stored = {(o["opcode"], o["op_name"], dims_of(o["shape"])) for o in mlp.ops}
+    stored = {(o["opcode"], o["op_name"], dims_of(o["result_shape"])) for o in mlp.ops}
     index = next(i for i, r in report.ops.iterrows() if r["bound"] == "memory"
-                 and (r["opcode"], r["op_name"], dims_of(r["shape"])) in stored)
+                 and (r["opcode"], r["op_name"], dims_of(r["result_shape"])) in stored)
     for new_bound, fails in (("communication", True), ("compute", False)):
         v = check(mlp, with_op(report, index, bound=new_bound))
         assert v.regressed is fails
@@ -154,7 +154,7 @@ def test_bound_getting_worse_fails_and_better_passes(report, mlp):
 def test_new_collective_kind_or_count_fails_without_tolerance(report, mlp):
     ag = {c: report.ops.iloc[0][c] for c in report.ops.columns} | {
         "instruction": "all-gather.99", "opcode": "all-gather", "op_name": "jit(f)/all_gather",
-        "shape": "bf16[8,128]", "category": "collective", "bound": "communication", "roofline_s": 1e-12,
+        "result_shape": "bf16[8,128]", "category": "collective", "bound": "communication", "roofline_s": 1e-12,
         "flops": 0.0, "hbm_bytes": 10.0, "wire_bytes": 1.0, "comm_kind": "all-gather"}
     import pandas as pd
 
@@ -267,7 +267,7 @@ def test_an_exact_v1_file_is_read(tmp_path):
     assert (module["flops"], module["hbm_bytes"], module["wire_bytes"]) == (DOT_FLOPS + NEG_FLOPS,
                                                                                DOT_BYTES + NEG_BYTES, 0)
     (dot,) = old.ops
-    assert (dot["opcode"], dims_of(dot["shape"]), dot["hbm_bytes"]) == ("dot", "[128,64]", DOT_BYTES)
+    assert (dot["opcode"], dims_of(dot["result_shape"]), dot["hbm_bytes"]) == ("dot", "[128,64]", DOT_BYTES)
     program = tmp_path / "a.hlo.txt"
     program.write_text(PROGRAM_A)
     now = hloscope.analyze(str(program), chip=CHIP)
@@ -317,7 +317,7 @@ def test_plugin_refuses_an_inexact_v1_file_and_update_replaces_it(pytester):
     result = pytester.runpytest(*PLUGIN, "-p", "no:cacheprovider", "--hloscope-update")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["test_step.py::test_step  tpu-v5e  * baseline updated"])
-    assert json.loads(path.read_text())["schema"] == "hloscope.baseline/2"
+    assert json.loads(path.read_text())["schema"] == "hloscope.baseline/3"
     pytester.runpytest(*PLUGIN, "-p", "no:cacheprovider").assert_outcomes(passed=1)
     # An exact old file is compared as it is.
     path.write_text(json.dumps(v1_document()))

@@ -60,20 +60,20 @@ def test_trace_times_fit_inside_the_steps(traced):
 
 def test_loop_body_ops_run_trip_count_times(traced):
     # The scanned body runs known_trip_count times per step: its ops occur that often per device per step.
-    body = traced.ops[(traced.ops["count"] > 1) & traced.ops["occurrences"].notna()]
+    body = traced.ops[(traced.ops["executions"] > 1) & traced.ops["occurrences"].notna()]
     assert len(body) > 0
-    assert (body["occurrences"] == body["count"]).mean() > 0.9
+    assert (body["occurrences"] == body["executions"]).mean() > 0.9
 
 
 def test_json_is_strict_and_complete(traced):
     doc = json.loads(traced.to_json(), parse_constant=lambda c: pytest.fail(f"non-JSON constant {c}"))
-    assert doc["schema"] == "hloscope.report/2" and doc["chip"]["id"] == "h100"
+    assert doc["schema"] == "hloscope.report/3" and doc["chip"]["id"] == "h100"
     op = doc["ops"][0]
-    for key in ("module", "instruction", "opcode", "category", "op_name", "source", "count", "flops",
+    for key in ("module", "instruction", "opcode", "category", "op_name", "source", "executions", "flops",
                 "transcendentals", "hbm_bytes", "wire_bytes", "comm_kind", "intensity", "compute_s",
-                "memory_s", "comm_s", "roofline_s", "bound", "measured_s", "efficiency", "flags"):
+                "memory_s", "comm_s", "roofline_s", "bound", "measured_s", "efficiency", "caveats"):
         assert key in op
-    assert isinstance(op["flags"], list)
+    assert isinstance(op["caveats"], list)
     for key in ("name", "flops", "transcendentals", "hbm_bytes", "wire_bytes", "roofline_s", "measured_s",
                 "mfu"):
         assert key in doc["modules"][0]

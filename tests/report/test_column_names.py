@@ -15,7 +15,6 @@ HLO = Path(__file__).resolve().parents[2] / "fixtures" / "hlo" / "cpu_mlp_1dev.h
 ATTRIBUTES = frozenset(dir(pd.DataFrame))
 
 
-@pytest.mark.xfail(strict=True, reason="rename pending")
 def test_no_report_column_is_a_dataframe_attribute():
     report = hloscope.analyze(HLO, chip="tpu-v5e")
     tables = {name: df for name, df in vars(report).items() if isinstance(df, pd.DataFrame)}

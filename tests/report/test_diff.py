@@ -121,7 +121,7 @@ def test_fail_on_sets_the_exit_code(tmp_path, tp_diff, capsys):
     assert code == 1
     assert "fail-on: wire_bytes:+0" in capsys.readouterr().err
     doc = json.loads((tmp_path / "d.json").read_text())
-    assert doc["schema"] == "hloscope.diff/2" and doc["summary"]
+    assert doc["schema"] == "hloscope.diff/3" and doc["summary"]
     assert main(["diff", str(TP4), str(TP2), "--chip", CHIP, "--fail-on", "bogus:+5%"]) == 2
 
 
@@ -155,7 +155,7 @@ def test_report_json_round_trip_matches_the_hlo(tmp_path):
     assert set(d.ops["status"]) == {"unchanged"}
     bad = tmp_path / "bad.json"
     bad.write_text('{"schema": "something/2"}')
-    with pytest.raises(ValueError, match="bad.json.*hloscope.report/2"):
+    with pytest.raises(ValueError, match="bad.json.*hloscope.report/3"):
         hloscope.diff(str(bad), str(TP4), chip=CHIP)
 
 
@@ -168,7 +168,7 @@ def test_diff_html_escapes_op_names():
 
 def test_command_output_forms(tp_diff):
     doc = json.loads(diff_command_output(tp_diff, "json"))
-    assert doc["schema"] == "hloscope.diff/2" and doc["ops"] and doc["modules"]
+    assert doc["schema"] == "hloscope.diff/3" and doc["ops"] and doc["modules"]
     assert diff_command_output(tp_diff, "html").startswith("<!DOCTYPE html>")
     assert "collectives whose wire bytes changed" in diff_command_output(tp_diff, "table")
     with pytest.raises(ValueError, match="table, json or html"):

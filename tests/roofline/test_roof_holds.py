@@ -66,5 +66,5 @@ def test_opaque_pallas_kernels_are_unknown_not_their_operands():
     rpa = report.ops[report.ops["instruction"].str.startswith("RPA-")]
     assert len(rpa) > 0
     assert rpa["hbm_bytes"].isna().all() and rpa["roofline_s"].isna().all()
-    assert rpa["flags"].str.contains("unknown-bytes").all()
+    assert rpa["caveats"].str.contains("unknown-bytes").all()
     assert 0 < report.coverage["roofed_time_fraction"] < 1
