@@ -9,6 +9,18 @@ operation semantics https://openxla.org/xla/operation_semantics#dotgeneral and #
   prod_d valid(d)`` where ``valid(d)`` counts the (output position, kernel tap) pairs of spatial dimension d
   that land on a real input element, not on padding or a hole of lhs (base) dilation. TPU's
   dot-as-convolution (``dim_labels=bf_io->bf``, no spatial dims) reduces to the dot formula.
+
+Operand precision: FLOPs are the math FLOPs whatever the precision (XLA's too). A dot or convolution of two
+f32 operands printed with ``operand_precision={high,high}`` or ``{highest,highest}`` is flagged
+``operand-precision:high`` / ``operand-precision:highest`` (``precision_flags``), so that the roofline can charge
+the extra matrix-unit passes where the chip runs them (TPU: 3 and 6 bf16 passes, ``PRECISION_PASSES``;
+``hloscope.roofline.score``). jax 0.10.2's ``jax.lax.Precision`` docstring: "This only has an effect on float32
+computations"; on TPU DEFAULT "performs float32 computations in bfloat16", HIGH "in 3 bfloat16 passes", HIGHEST
+"in 6 bfloat16". libtpu (0.0.52) keeps the attribute in the compiled text, on the ``convolution`` it lowers
+a dot to, and rewrites ``DotAlgorithmPreset.BF16_BF16_F32_X3`` / ``_X6`` into ``{high,high}`` /
+``{highest,highest}``. Operand precisions that differ (``{highest,default}``) take the lower one (a lower bound:
+how such a product is split is not documented); bf16 or integer operands are exact in one pass and are not
+flagged.
 """
 
 from __future__ import annotations
@@ -25,6 +37,32 @@ if TYPE_CHECKING:
 
 FMA_FLOPS = 2  # XLA HloCostAnalysis::kFmaFlops
 
+#: bf16 matrix-unit passes of an f32 x f32 product on TPU, by ``operand_precision`` value (jax 0.10.2
+#: ``jax.lax.Precision`` docstring; module docstring). Unitless.
+PRECISION_PASSES = {"default": 1, "high": 3, "highest": 6}
+#: Prefix of the cost flag naming the (lower) operand precision of an f32 dot/convolution above DEFAULT.
+PRECISION_FLAG = "operand-precision:"
+_F32_TYPES = frozenset({"f32"})
+
+
+def precision_flags(inst: HloInstruction, ctx: CostContext) -> frozenset[str]:
+    """``{"operand-precision:high"}`` or ``{"operand-precision:highest"}`` for a dot/convolution of two f32
+    operands whose ``operand_precision`` asks for more than DEFAULT (the lower of the two operands'); empty
+    otherwise (module docstring). Values other than default/high/highest (``packed_nibble``) count as
+    default."""
+    text = inst.attributes.get("operand_precision")
+    if not text or len(inst.operands) < 2:
+        return frozenset()
+    values = [v.strip().lower() for v in str(text).strip("{} ").split(",") if v.strip()]
+    if len(values) < 2:
+        return frozenset()
+    lowest = min(values[:2], key=lambda v: PRECISION_PASSES.get(v, 1))
+    if PRECISION_PASSES.get(lowest, 1) <= 1:
+        return frozenset()
+    if any(ctx.operand_shape(inst, k).element_type not in _F32_TYPES for k in (0, 1)):
+        return frozenset()
+    return frozenset({PRECISION_FLAG + lowest})
+
 
 def dot_flops(lhs_dims: tuple[int, ...], contracting: tuple[int, ...], output_elements: int) -> int:
     """``2 * output_elements * prod(lhs_dims[c] for c in contracting)``."""
@@ -34,7 +72,8 @@ def dot_flops(lhs_dims: tuple[int, ...], contracting: tuple[int, ...], output_el
 def dot(inst: HloInstruction, ctx: CostContext) -> OpCost:
     lhs = ctx.operand_shape(inst, 0)
     contracting = inst.attributes.get("lhs_contracting_dims", ())
-    return boundary(inst, ctx, flops=dot_flops(lhs.dims, contracting, inst.shape.element_count))
+    return boundary(inst, ctx, flops=dot_flops(lhs.dims, contracting, inst.shape.element_count),
+                    flags=precision_flags(inst, ctx))
 
 
 @lru_cache(maxsize=4096)  # bounded: keys are (sizes, window) tuples of distinct convolution geometries
@@ -80,4 +119,4 @@ def convolution(inst: HloInstruction, ctx: CostContext) -> OpCost:
     input_features = lhs.dims[labels.input_feature_dimension]
     output_features = out.dims[labels.output_feature_dimension]
     macs = (input_features // feature_groups) * output_features * (batch // batch_groups) * taps
-    return boundary(inst, ctx, flops=FMA_FLOPS * macs)
+    return boundary(inst, ctx, flops=FMA_FLOPS * macs, flags=precision_flags(inst, ctx))

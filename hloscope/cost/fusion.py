@@ -27,19 +27,32 @@ calls=%all-reduce-scatter``, emitter ``SingleInputAllReduceScatterFusion``) and 
 each device receives only its 1/N, so the wire bytes are the reduce-scatter's (N-1)/N x operand bytes, half the
 all-reduce's 2(N-1)/N ("How to Scale Your Model", Part 3; NCCL's bus bandwidth), and the fusion's collective kind
 is ``reduce-scatter``.
+
+FLOPs of a ``kind=kCustom`` fusion holding a gather or scatter (``_custom_gather_scatter``): XLA's
+``HloCostAnalysis::HandleFusion`` (xla/service/hlo_cost_analysis.cc) returns, for a custom fusion
+(``IsCustomFusion()``: ``fusion_kind() == kCustom``), ``HandleGather`` or ``HandleScatter`` of the first
+gather or scatter among the fused computation's own instructions (nested fusions are not searched) and
+ignores everything else in the body. hloscope does the same for FLOPs and transcendentals: a gather does
+none, a scatter ``update elements x FLOPs(to_apply)`` (``reduction.scatter``), and the rest of the body --
+on TPU the index arithmetic libtpu fuses into the gather/scatter kernel (and/or/shift/compare/select packing
+the indices for the ``GatherScatterIndicesBitpacked`` custom call) -- is not counted, nor are its flags
+(that custom call is part of the kernel, not an opaque one). HBM bytes stay hloscope's boundary rules above
+(a gather reads what it gathers; XLA's ``HandleGather`` charges ``2 x result + indices``), and wire bytes
+stay the body's. TPU (deviceless libtpu, jax 0.10.2): ``gather_rows`` on v5e 11904 FLOPs and ``scatter_add``
+4448, as ``compiled.cost_analysis()``; docs/xla_cost_rules.md §6.1.
 """
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from itertools import compress
 from typing import TYPE_CHECKING, Callable
 
-from hloscope.cost._types import OpCost
+from hloscope.cost._types import CostContext, OpCost
 from hloscope.cost.collective import DONE_OPCODES, KINDS
 
 if TYPE_CHECKING:
-    from hloscope.cost._types import CostContext
     from hloscope.hlo import HloComputation, HloInstruction
 
 _SLICING = frozenset({"slice", "dynamic-slice", "gather"})
@@ -51,13 +64,17 @@ _WRITES_PART = frozenset({"dynamic-update-slice", "tuple", "bitcast"})
 #: Every collective opcode: a fusion holding any besides its one all-reduce is not an all-reduce-scatter.
 _COLLECTIVES = frozenset(KINDS) | DONE_OPCODES | frozenset(
     op + suffix for op in KINDS for suffix in ("-start", "-done")) | {"send", "recv", "send-done", "recv-done"}
+#: Opcodes that make a ``kind=kCustom`` fusion cost as that one instruction (XLA ``HandleFusion``).
+_GATHER_SCATTER = ("gather", "scatter")
+#: A rule that met an unexpected shape or attribute (as ``module._apply`` flags it).
+_RULE_FAILED = frozenset({"cost-rule-failed", "unknown-flops"})
 
 
 class FusionBytes:
     """Per fused computation: bytes read per parameter and bytes written, computed once and reused by every
     fusion instruction that calls the computation."""
 
-    __slots__ = ("read_per_parameter", "written", "all_reduce_scatter")
+    __slots__ = ("read_per_parameter", "written", "all_reduce_scatter", "gather_scatter")
 
     def __init__(self, comp: HloComputation, nested: Callable[[str], FusionBytes] | None = None) -> None:
         # Read from the computation's columns (``HloComputation``): only the instructions a rule follows are
@@ -102,6 +119,11 @@ class FusionBytes:
                         else shapes[root_index].padded_size_bytes)
         #: (elements all-reduced, elements kept) of an all-reduce + dynamic-slice pair, else None.
         self.all_reduce_scatter = _all_reduce_scatter(comp) if "all-reduce" in present else None
+        #: Instruction index of the first gather or scatter of the computation (its own instructions, in order),
+        #: else None: a ``kind=kCustom`` fusion calling it costs as that instruction (``_custom_gather_scatter``).
+        self.gather_scatter: int | None = None
+        if "gather" in present or "scatter" in present:
+            self.gather_scatter = next(i for i, op in enumerate(opcodes) if op in _GATHER_SCATTER)
 
 
 def _users(not_plain: list[int], operand_lists: list[tuple[str, ...]]) -> dict[str, list[int]]:
@@ -200,10 +222,36 @@ def _all_reduce_scatter(comp: HloComputation) -> tuple[int, int] | None:
     return comp.shapes[reduced].element_count, comp.shapes[index].element_count
 
 
+def _custom_gather_scatter(comp: HloComputation, index: int, ctx: CostContext) -> OpCost:
+    """FLOPs and transcendentals of the gather or scatter at instruction ``index`` of fused computation
+    ``comp``, costed alone as XLA's ``HandleGather`` / ``HandleScatter`` (module docstring): 0 for a gather,
+    ``update elements x (FLOPs, transcendentals) of to_apply`` for a scatter; its flags (``dynamic-shape``). A
+    shape or attribute the rule did not expect: NaN FLOPs, flagged ``cost-rule-failed``."""
+    from hloscope.cost import reduction
+
+    inst = comp.instruction_at(index)
+    flags = frozenset({"dynamic-shape"}) if inst.shape.is_dynamic else frozenset()
+    if inst.opcode == "gather":
+        return OpCost(flags=flags)
+    inner_ctx = CostContext(ctx.module, comp, ctx.computation_cost)
+    try:
+        applied = reduction.scatter(inst, inner_ctx)
+    except (IndexError, KeyError, ValueError, TypeError, ZeroDivisionError, AttributeError, OverflowError):
+        return OpCost(math.nan, math.nan, flags=_RULE_FAILED)
+    return OpCost(applied.flops, applied.transcendentals, flags=flags | applied.flags)
+
+
 def cost(inst: HloInstruction, ctx: CostContext, fusion_bytes: FusionBytes) -> OpCost:
-    """The fusion's cost given its fused computation's ``FusionBytes``."""
+    """The fusion's cost given its fused computation's ``FusionBytes``: the body's FLOPs, transcendentals, wire
+    bytes and flags (``CostContext.computation_cost``), except that a ``kind=kCustom`` fusion holding a gather
+    or scatter takes that instruction's FLOPs, transcendentals and flags alone (module docstring); HBM bytes
+    at the boundary."""
     names = inst.called_computations.get("calls", ())
     inner = ctx.computation_cost(names[0]) if names else OpCost()
+    if names and fusion_bytes.gather_scatter is not None and inst.attributes.get("kind") == "kCustom":
+        alone = _custom_gather_scatter(ctx.module.computation(names[0]), fusion_bytes.gather_scatter, ctx)
+        inner = OpCost(alone.flops, alone.transcendentals, 0.0, 0.0, inner.comm_bytes, inner.comm_kind,
+                       inner.group_size, alone.flags)
     read_table = fusion_bytes.read_per_parameter
     shape_of = ctx.shape_of
     read = read_table.get(-1, 0)

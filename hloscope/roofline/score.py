@@ -7,6 +7,14 @@ Notes:
        (dots and convolutions, also inside fusions: the widest operand type, so an int8 x bf16 matmul runs at
        the bf16 peak), else of its result. Transcendentals count as FLOPs here. A dtype the chip has no
        peak for falls back to a wider one and is flagged ``peak-fallback``.
+    1a. Operand precision on TPU (:func:`precision_passes`): an f32 dot or convolution printed with
+       ``operand_precision={high,high}`` runs 3 bf16 MXU passes, ``{highest,highest}`` 6 (jax 0.10.2
+       ``jax.lax.Precision`` docstring; the cost flag ``operand-precision:*`` of ``hloscope.cost.dot``). On a
+       TPU chip ``compute_s = (passes x FLOPs + transcendentals) / peak_flops_per_s["bf16"]`` -- FLOPs stay the
+       math FLOPs -- and the score is flagged ``precision-passes:<passes>``. A fusion holding such a matmul
+       has all its FLOPs charged ``passes`` times (its elementwise FLOPs are a small share beside the
+       matmul's); matmuls of different precisions in one fusion take the lowest (a lower bound). GPU chips
+       (true f32/TF32 peaks in the chip table) and CPUs are not changed.
     2. ``memory_s = HBM bytes / hbm_bytes_per_s``.
     3. ``comm_s = wire bytes / link bandwidth``: on TPU, a ring over one torus axis with wraparound drives
        both directions of that axis's links (``ici_link_bidi_bytes_per_s``); on GPU, NVLink when the group
@@ -14,7 +22,8 @@ Notes:
        The HLO does not say which torus axes a group spans, so one axis is assumed (flag
        ``assumed-single-axis`` when the group is larger than 4 devices on a TPU).
     4. ``roofline_s = max(compute_s, memory_s, comm_s)``; ``bound`` is the argmax.
-    5. ``intensity = FLOPs / HBM bytes`` and ``critical_intensity = peak / hbm_bytes_per_s`` for the dtype.
+    5. ``intensity = FLOPs / HBM bytes`` and ``critical_intensity = peak / hbm_bytes_per_s`` for the dtype
+       (divided by the passes of step 1a, so that ``intensity > critical_intensity`` still means compute-bound).
     6. With a measured time: ``efficiency = roofline_s / measured_s`` (1.0 = at the roof) and achieved
        FLOP/s and bytes/s; per module, ``mfu = FLOPs / (measured_s * peak)`` at the module's dominant dtype.
 """
@@ -117,6 +126,23 @@ def op_dtype(inst: HloInstruction, module: HloModule, operand_types: list[str] |
     return "f32"
 
 
+#: Prefix of the cost flag ``hloscope.cost.dot`` sets on an f32 matmul above DEFAULT precision
+#: (``hloscope.cost.dot.PRECISION_FLAG``; repeated here so that scoring need not import the cost model).
+_PRECISION_FLAG = "operand-precision:"
+#: bf16 MXU passes of an f32 x f32 matmul on TPU by operand precision (``hloscope.cost.dot.PRECISION_PASSES``).
+_TPU_PASSES = {"default": 1, "high": 3, "highest": 6}
+
+
+def precision_passes(flags: frozenset[str], chip: ChipSpec) -> int:
+    """Matrix-unit passes an op's matmul work takes on ``chip`` (Notes, step 1a): on a TPU, 3 for a cost
+    flagged ``operand-precision:high``, 6 for ``operand-precision:highest`` (the lowest when several are
+    present); 1 otherwise, and always 1 on a chip whose ``kind`` is not ``"tpu"``. Unitless."""
+    if chip.kind != "tpu" or not flags:
+        return 1
+    found = [_TPU_PASSES.get(f[len(_PRECISION_FLAG):], 1) for f in flags if f.startswith(_PRECISION_FLAG)]
+    return min(found) if found else 1
+
+
 def comm_bandwidth_bytes_per_s(chip: ChipSpec, group_size: int, comm_kind: str = "",
                                within_chip: bool = False) -> tuple[float | None, frozenset[str]]:
     """Link bandwidth (bytes/s) a collective over ``group_size`` devices sees (Notes, step 3).
@@ -184,10 +210,15 @@ def score(cost: OpCost, chip: ChipSpec, dtype: str, within_chip: bool = False) -
     """
     flags: set[str] = set()
     peak, fallback = chip.peak_flops_for(dtype)
+    passes = precision_passes(cost.flags, chip)
+    if passes > 1:
+        # Step 1a: an f32 matmul at HIGH/HIGHEST precision runs `passes` bf16 MXU passes.
+        peak, fallback = chip.peak_flops_for("bf16")
+        flags.add(f"precision-passes:{passes}")
     if fallback:
         flags.add("peak-fallback")
     work = cost.flops + cost.transcendentals
-    compute_s = work / peak
+    compute_s = (passes * cost.flops + cost.transcendentals) / peak
     hbm = cost.bytes_read + cost.bytes_written
     memory_s = hbm / chip.hbm_bytes_per_s
     comm_s = 0.0
@@ -218,5 +249,5 @@ def score(cost: OpCost, chip: ChipSpec, dtype: str, within_chip: bool = False) -
     else:
         bound = Bound.MEMORY
     intensity = work / hbm if hbm else (math.inf if work else 0.0)  # (NaN when either is unknown)
-    return OpScore(compute_s, memory_s, comm_s, roofline_s, bound, intensity, peak / chip.hbm_bytes_per_s,
-                   dtype, frozenset(flags))
+    return OpScore(compute_s, memory_s, comm_s, roofline_s, bound, intensity,
+                   peak / passes / chip.hbm_bytes_per_s, dtype, frozenset(flags))

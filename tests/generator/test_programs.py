@@ -54,16 +54,8 @@ LOOP_RTOL = 1e-2
 #: (program, target, test) -> reason: hloscope discrepancies, xfail(strict=True). test: "analyzes" or "flops".
 KNOWN: dict[tuple[str, str, str], str] = {}
 
-# XLA costs a kind=kCustom fusion holding a gather or scatter as that one gather/scatter (HandleFusion ->
-# HandleGather/HandleScatter, docs/xla_cost_rules.md §6.1) and ignores the rest of its body; hloscope sums the
-# whole body (cost/fusion.py has no such case, and no documented departure). On TPU the index arithmetic
-# (GatherScatterIndicesBitpacked packing: and/or/shift/select/compare) is fused into the gather/scatter fusion.
-_KCUSTOM = ("kCustom gather/scatter fusion: hloscope sums the fused index arithmetic that XLA's §6.1 rule ignores; "
-            "hloscope {ours:.0f} vs XLA {xla:.0f} FLOPs ({op})")
-for _target, _ours, _xla in (("tpu-v5e", 12160, 11904), ("tpu-v5p", 12160, 11904), ("tpu-v6e", 11200, 10944)):
-    KNOWN["gather_rows", _target, "flops"] = _KCUSTOM.format(ours=_ours, xla=_xla, op="gather_fusion.1: +256")
-for _target in ("tpu-v5e", "tpu-v5p", "tpu-v6e"):
-    KNOWN["scatter_add", _target, "flops"] = _KCUSTOM.format(ours=4672, xla=4448, op="scatter_fusion.1: +224")
+# (The kCustom gather/scatter fusions of gather_rows and scatter_add on TPU, formerly here: hloscope now costs
+# such a fusion's FLOPs as XLA does, its first gather/scatter alone -- cost/fusion.py, docs/xla_cost_rules.md §6.1.)
 
 
 # ---- compiling ---------------------------------------------------------------------------------------------
