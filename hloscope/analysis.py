@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 
 from hloscope.errors import ChipRequiredError as ChipRequiredError  # noqa: E402 - re-exported
-from hloscope.errors import HloscopeError  # noqa: E402
+from hloscope.errors import HloscopeError, UnreadablePathError, escaped  # noqa: E402
 
 
 class ModuleChoiceError(HloscopeError):
@@ -37,13 +37,14 @@ class ModuleChoiceError(HloscopeError):
         super().__init__(self.message("module="))
 
     def message(self, option: str) -> str:
-        """The one-line message, telling to pass ``option`` (``"module="`` or ``"--module"``)."""
+        """The one-line message, telling to pass ``option`` (``"module="`` or ``"--module"``); control
+        characters of the path and of the file names shown escaped (``hloscope.errors.escaped``)."""
         shown = ", ".join(self.names[:40]) + (f", ... ({len(self.names) - 40} more)" if len(self.names) > 40 else "")
         if not self.matched:
-            return (f"{self.path}: no post-optimization module (*after_optimizations.txt) matches {self.wanted!r}; "
-                    f"pass {option} with part of one of these names: {shown}")
-        return (f"{self.path}: {len(self.names)} post-optimization modules match {self.wanted!r}: {shown}; pass "
-                f"{option} with a part that names one, e.g. {self.names[0]!r}")
+            return escaped(f"{self.path}: no post-optimization module (*after_optimizations.txt) matches "
+                           f"{self.wanted!r}; pass {option} with part of one of these names: {shown}")
+        return escaped(f"{self.path}: {len(self.names)} post-optimization modules match {self.wanted!r}: {shown}; "
+                       f"pass {option} with a part that names one, e.g. {self.names[0]!r}")
 
     def __reduce__(self):  # picklable despite the constructor's arguments (xdist, Dask)
         return (type(self), (self.path, self.wanted, self.names, self.matched))
@@ -99,6 +100,9 @@ def analyze(source: Any, *args: Any, chip: str | ChipSpec | None = None, target:
             chip, a bad topology; the message names the fix).
         HloParseError: bad HLO text. TraceError: bad trace input (names path and fix).
         ModuleChoiceError: ``module`` names no module of the dump dir, or several (lists them).
+        UnreadablePathError: the system will not read the path, or a file it names (permission denied, a
+            directory where a file is expected, a broken symbolic link: ``MissingPathError``); never a bare
+            ``OSError``. Messages show control characters of paths escaped.
         UnknownChipError: unknown chip id (lists ids and the closest match). ChipRequiredError: no chip.
     """
     __tracebackhide__ = True
@@ -110,17 +114,22 @@ def analyze(source: Any, *args: Any, chip: str | ChipSpec | None = None, target:
         if args or kwargs:
             raise TypeError("hloscope.analyze(text_or_path) takes no example arguments")
         t0 = time.perf_counter()
-        if isinstance(source, str) and not _is_path(source):
-            report = _static([parse_hlo(source)], _resolve_chip(chip, None))
-        else:
-            path = Path(source)
-            if path.is_file() and not path.name.endswith((".xplane.pb", ".xplane.pb.gz", ".trace.json.gz",
-                                                            ".trace.json")):
-                report = _static([parse_hlo(path)], _resolve_chip(chip, None))
-            elif path.is_dir() and any(path.glob("*after_optimizations.txt")):
-                report = _dump_dir(path, module, _resolve_chip(chip, None))
+        try:
+            if isinstance(source, str) and not _is_path(source):
+                report = _static([parse_hlo(source)], _resolve_chip(chip, None))
             else:
-                report = _traced(path, run, chip, [Path(h) for h in hlo])
+                path = Path(source)
+                if path.is_file() and not path.name.endswith((".xplane.pb", ".xplane.pb.gz", ".trace.json.gz",
+                                                                ".trace.json")):
+                    report = _static([parse_hlo(path)], _resolve_chip(chip, None))
+                elif path.is_dir() and any(path.glob("*after_optimizations.txt")):
+                    report = _dump_dir(path, module, _resolve_chip(chip, None))
+                else:
+                    report = _traced(path, run, chip, [Path(h) for h in hlo])
+        except HloscopeError:
+            raise
+        except OSError as e:  # the system refused a path (permission denied, ...): name it, no traceback
+            raise UnreadablePathError.from_os_error(source, e) from None
         report.analysis_s = time.perf_counter() - t0
         return report
 
@@ -187,7 +196,7 @@ def _static(modules: list[HloModule], chip: ChipSpec) -> Report:
 
     costs = [module_cost(m) for m in modules]
     ops = ops_frame(costs, chip)
-    return Report(ops, modules_frame(costs, ops, chip), chip, {"static": True})
+    return Report(ops, modules_frame(costs, ops, chip), chip, {"static": True}, hlo_modules=list(modules))
 
 
 def _dump_dir(path: Path, module: str | None, chip: ChipSpec) -> Report:
@@ -200,8 +209,8 @@ def _dump_dir(path: Path, module: str | None, chip: ChipSpec) -> Report:
     """
     import dataclasses
 
-    from hloscope.parsers._load import dump_modules, read_text
-    from hloscope.parsers import parse_hlo_text
+    from hloscope.parsers import parse_hlo
+    from hloscope.parsers._load import dump_modules
 
     files = [(f, *_dump_names(f)) for f in dump_modules(path)]  # (file, module name, dump prefix)
     if module is not None:
@@ -212,7 +221,7 @@ def _dump_dir(path: Path, module: str | None, chip: ChipSpec) -> Report:
         if len(picked) != 1:
             raise ModuleChoiceError(path, module, [t[2] for t in (picked or files)], matched=bool(picked))
         files = picked
-    modules = [parse_hlo_text(read_text(f), source=str(f)) for f, _, _ in files]
+    modules = [parse_hlo(f) for f, _, _ in files]  # (an unreadable file: an UnreadablePathError naming it)
     count: dict[str, int] = {}
     for m in modules:
         count[m.name] = count.get(m.name, 0) + 1
@@ -266,6 +275,7 @@ def _traced(path: Path, run: str | None, chip: str | ChipSpec | None, hlo_files:
         measured = measured_times(events)
         lines = line_costs(events.ops, measured.runs, str(path))
         costs = lines.costs
+        hlo_modules = []  # lines, not modules: no schedule to walk for memory
         with_hlo = set(measured.runs)
         notes.append("costs from each op's HLO line (hloscope's rules, tile-padded bytes); where the line alone "
                      "does not determine a value (fusion FLOPs, async wrappers, sliced fusion operands) libtpu's "
@@ -281,7 +291,8 @@ def _traced(path: Path, run: str | None, chip: str | ChipSpec | None, hlo_files:
                          f"instructions by kernel name, {rejoined['by_gemm_order']} library GEMM kernels to the "
                          "GEMM custom calls in program order")
         measured = measured_times(events)
-        costs = [module_cost(modules[name]) for name in sorted(measured.runs) if name in modules]
+        hlo_modules = [modules[name] for name in sorted(measured.runs) if name in modules]
+        costs = [module_cost(m) for m in hlo_modules]
         with_hlo = set(modules)
         lines = None
     notes.extend(measured.notes)
@@ -293,7 +304,8 @@ def _traced(path: Path, run: str | None, chip: str | ChipSpec | None, hlo_files:
         by_rules = sum(measured.per_op[k][0] for k in lines.line_costed if k in measured.per_op)
         coverage["line_costed_time_fraction"] = by_rules / total if total else 0.0
     notes.extend(_chip_fit(ops, spec, coverage, lambda c: ops_frame(costs, c, measured.per_op, measured.busy_s)))
-    return Report(ops, modules_frame(costs, ops, spec, measured.busy_s), spec, coverage, notes)
+    return Report(ops, modules_frame(costs, ops, spec, measured.busy_s), spec, coverage, notes,
+                  hlo_modules=hlo_modules)
 
 
 def _chip_fit(ops, spec: ChipSpec, coverage: dict, score_on) -> list[str]:
@@ -322,7 +334,7 @@ def _trace_modules(events, hlo_files: list[Path], path: Path) -> dict[str, HloMo
     """The HLO modules a trace's events name: from ``hlo_files`` when given (an XLA dump dir among them gives
     the modules of it the trace ran), else the trace's own protos."""
     from hloscope.parsers import parse_hlo, parse_hlo_text
-    from hloscope.parsers._load import dump_modules, read_text
+    from hloscope.parsers._load import dump_modules
     from hloscope.parsers._trace_error import TraceError
 
     modules: dict[str, HloModule] = {}
@@ -332,7 +344,7 @@ def _trace_modules(events, hlo_files: list[Path], path: Path) -> dict[str, HloMo
             if f.is_dir():
                 for g in dump_modules(f):
                     if _dump_names(g)[0] in ran:
-                        m = parse_hlo_text(read_text(g), source=str(g))
+                        m = parse_hlo(g)
                         modules[m.name] = m
                 continue
             m = parse_hlo(f)

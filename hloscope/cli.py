@@ -44,6 +44,18 @@ def build_parser() -> argparse.ArgumentParser:
                         "roofline chart")
     report.add_argument("-o", "--output", metavar="FILE", help="write to FILE (atomically) instead of stdout")
 
+    memory = sub.add_parser("memory", help="will it fit? per-device memory of each HLO module: arguments, outputs, "
+                            "temporaries at the peak, against the chip's HBM")
+    memory.add_argument("path", help="HLO text file, XLA dump dir, or profile dir / .xplane.pb with HLO")
+    memory.add_argument("--chip", metavar="ID", help="chip id or alias whose HBM capacity to check against "
+                        "(default: from the trace; an HLO file needs one)")
+    memory.add_argument("--run", metavar="NAME", help="run under plugins/profile/ (default: newest)")
+    memory.add_argument("--module", metavar="NAME", help="only the module whose name or dump file name holds NAME")
+    memory.add_argument("--format", choices=("table", "json"), default="table")
+    memory.add_argument("-o", "--output", metavar="FILE", help="write to FILE (atomically) instead of stdout")
+    memory.add_argument("--fail-if-not-fits", action="store_true",
+                        help="exit 1 when a module does not fit the chip's HBM")
+
     diff = sub.add_parser("diff", help="compare two programs or runs op by op (B against A)")
     diff.add_argument("a", help="before: HLO file, dump dir, trace dir or report JSON")
     diff.add_argument("b", help="after: same kinds as A")
@@ -72,6 +84,8 @@ def main(argv: list[str] | None = None) -> int:
             return _chips(args)
         if args.command == "diff":
             return _diff(args)
+        if args.command == "memory":
+            return _memory(args)
         return _calibrate(args)
     except FileNotFoundError as e:
         print(f"hloscope: {e}", file=sys.stderr)
@@ -120,6 +134,39 @@ def _report(args: argparse.Namespace) -> int:
             _emit(buf.getvalue(), args.output)
         else:
             render(report, args.top)
+    return EXIT_OK
+
+
+def _memory(args: argparse.Namespace) -> int:
+    import json
+
+    from hloscope.analysis import analyze
+
+    if not os.path.exists(args.path):
+        raise FileNotFoundError(f"{args.path}: no such file or directory")
+    report = _with_status(args.path, lambda: analyze(args.path, chip=args.chip, run=args.run, module=args.module))
+    footprints = report.memory
+    if not footprints:
+        raise ValueError(f"{args.path}: no HLO module to walk (a Chrome trace holds HLO lines, not a schedule)")
+    if args.format == "json":
+        doc = {"schema": "hloscope.memory/1", "chip": report.chip.id, "modules": [fp.to_dict() for fp in footprints]}
+        _emit(json.dumps(doc, indent=1, allow_nan=False) + "\n", args.output)
+    else:
+        from hloscope.report.memory import render_memory
+
+        if args.output:
+            from io import StringIO
+
+            buf = StringIO()
+            render_memory(footprints, report.chip.id, file=buf, width=200)
+            _emit(buf.getvalue(), args.output)
+        else:
+            render_memory(footprints, report.chip.id)
+    if args.fail_if_not_fits and any(fp.fits is False for fp in footprints):
+        for fp in footprints:
+            if fp.fits is False:
+                print(f"hloscope: does not fit: {fp.module}: {fp.verdict}", file=sys.stderr)
+        return EXIT_INTERNAL
     return EXIT_OK
 
 

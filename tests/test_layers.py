@@ -25,6 +25,8 @@ FORBIDDEN = {
                       "hloscope.analysis", "hloscope.pytest_plugin", "hloscope.cli"),
     "hloscope.roofline": ("hloscope.report", "hloscope.result", "hloscope.compare", "hloscope.analysis",
                           "hloscope.pytest_plugin", "hloscope.cli"),
+    "hloscope.memory": ("hloscope.roofline", "hloscope.report", "hloscope.result", "hloscope.compare",
+                        "hloscope.analysis", "hloscope.pytest_plugin", "hloscope.cli"),
     "hloscope.result": ("hloscope.report", "hloscope.compare", "hloscope.analysis", "hloscope.pytest_plugin",
                         "hloscope.cli"),
     "hloscope.compare": ("hloscope.report", "hloscope.analysis", "hloscope.pytest_plugin", "hloscope.cli"),

@@ -6,7 +6,8 @@ A baseline is what the engine needs of report A, no more:
 
 * ``modules``: each module's totals (``STORED_FIELDS["modules"]``: roofline time, FLOPs, HBM and wire bytes...)
   and its ``cost_coverage`` (the share of its ops whose cost is known: a lower one in a later run fails the
-  check, ``hloscope.compare.verdict``);
+  check, ``hloscope.compare.verdict``) and ``peak_bytes`` (device memory, ``Report.memory``: compared by a
+  ``peak_bytes`` rule);
 * ``ops``: every collective, every op holding at least ``significant`` (default 1%) of the total roofline time,
   and every op whose roofline time or FLOPs is unknown, with the fields of its identity (``opcode``,
   ``op_name``, ``result_shape``) and of the rules (``STORED_FIELDS["ops"]``) -- never XLA's instruction names
@@ -55,7 +56,7 @@ _V1 = "hloscope.baseline/1"
 #: the files already written).
 STORED_FIELDS: Mapping[str, tuple[str, ...]] = {
     "modules": ("name", "dtype", "roofline_s", "flops", "transcendentals", "hbm_bytes", "wire_bytes",
-                "compute_s", "memory_s", "comm_s", "cost_coverage"),
+                "compute_s", "memory_s", "comm_s", "cost_coverage", "peak_bytes"),
     "ops": ("module", "opcode", "op_name", "result_shape", "category", "dtype", "bound", "comm_kind",
             "executions", "roofline_s", "flops", "hbm_bytes", "wire_bytes", "compute_s", "memory_s", "comm_s"),
 }
@@ -63,7 +64,7 @@ STORED_FIELDS: Mapping[str, tuple[str, ...]] = {
 #: ``pandas.DataFrame`` attribute: ``hloscope.result.report.RENAMED_IN_3``).
 RENAMED_IN_3 = {"shape": "result_shape", "count": "executions"}
 #: ``STORED_FIELDS`` added in ``/3``: a ``/2`` file has none of them (read as null).
-_NEW_IN_3 = {"modules": ("cost_coverage",), "ops": ()}
+_NEW_IN_3 = {"modules": ("cost_coverage", "peak_bytes"), "ops": ()}
 #: What a ``hloscope.baseline/2`` file stores, per table, under its own names (all required).
 _V2_FIELDS: Mapping[str, tuple[str, ...]] = {
     table: tuple({v: k for k, v in RENAMED_IN_3.items()}.get(f, f) for f in fields if f not in _NEW_IN_3[table])
@@ -229,6 +230,10 @@ def record(report: Report, *, significant: float = DEFAULT_SIGNIFICANT, compiled
             ops whose roofline time or FLOPs is unknown, always are: a later run compares their cost).
         compiled_for, test, recorded_with: stored as given (see ``Baseline``).
     """
+    try:
+        getattr(report, "memory", None)  # fills the modules' peak_bytes (device memory) where the HLO is known
+    except (KeyError, IndexError, ValueError):  # a module the liveness walk cannot follow: peak_bytes stays null
+        pass
     modules = tuple(_clean(m, STORED_FIELDS["modules"]) for m in rows(report.modules, STORED_FIELDS["modules"]))
     total = sum(m["roofline_s"] or 0.0 for m in modules)
     threshold = significant * total

@@ -41,7 +41,7 @@ _LABELS = {"roofline_s": "roofline time", "measured_s": "measured time", "flops"
            "transcendentals": "transcendentals", "hbm_bytes": "HBM bytes", "wire_bytes": "wire bytes",
            "compute_s": "compute time", "memory_s": "memory time", "comm_s": "comm time", "mfu": "MFU",
            "count": "ops", "executions": "executions", "bound": "bound", "new": "wire bytes",
-           "cost_coverage": "cost coverage"}
+           "cost_coverage": "cost coverage", "peak_bytes": "peak device memory"}
 
 
 def _unit(name: str) -> str:

@@ -242,6 +242,54 @@ class ReportAssertions:
         __tracebackhide__ = True
         self._assert_max("HBM bytes", self.hbm_bytes, nbytes, "B", "hbm_bytes")
 
+    @property
+    def peak_bytes(self) -> float:
+        """Device memory the program needs while it runs (bytes): the largest ``total_bytes`` (argument +
+        output - alias + temp, XLA's ``memory_analysis()`` split) of its modules' ``memory`` footprints; NaN
+        when the report has none (a report read from JSON without them, a Chrome trace)."""
+        memory = getattr(self, "memory", None) or []
+        return float(max(fp.total_bytes for fp in memory)) if memory else float("nan")
+
+    def assert_fits(self, hbm_capacity_bytes: float | None = None, *, headroom: float | str = 0.0) -> None:
+        """Every module's memory footprint fits one device: ``total_bytes <= capacity * (1 - headroom)``.
+
+        Args:
+            hbm_capacity_bytes: the capacity per device (bytes); default the chip's ``hbm_capacity_bytes``.
+            headroom: a share of the capacity to keep free (``0.1`` or ``"10%"``), e.g. for the runtime's own
+                allocations and fragmentation, which HLO text does not show.
+
+        Raises:
+            ValueError: no capacity given and the chip has none; or no memory footprint to check.
+            AssertionError: naming each module that does not fit, by how many GiB, its peak instruction and its
+                largest live buffers.
+        """
+        __tracebackhide__ = True
+        from hloscope.memory.footprint import GIB
+
+        capacity = hbm_capacity_bytes if hbm_capacity_bytes is not None else getattr(self.chip, "hbm_capacity_bytes",
+                                                                                     None)
+        if not capacity:
+            raise ValueError(f"chip {self.chip.id} has no hbm_capacity_bytes: pass hbm_capacity_bytes=")
+        memory = getattr(self, "memory", None) or []
+        if not memory:
+            raise ValueError("the report has no memory footprint (it was read from JSON without one, or comes from "
+                             "a Chrome trace, which holds no schedule)")
+        keep = parse_fraction(headroom, "assert_fits(headroom=)")
+        limit = float(capacity) * (1.0 - keep)
+        lines = []
+        for fp in memory:
+            if fp.total_bytes > limit:
+                lines.append(f"{fp.module}: needs {fp.total_bytes / GIB:.3g} GiB, does not fit by "
+                             f"{(fp.total_bytes - limit) / GIB:.3g} GiB (capacity {float(capacity) / GIB:.3g} GiB"
+                             + (f", headroom {keep:.0%}" if keep else "")
+                             + f"); peak at {fp.peak_instruction or '-'}"
+                             + (f" ({fp.peak_source})" if fp.peak_source else ""))
+                for b in fp.top_buffers[:5]:
+                    lines.append(f"    {format_quantity(b.size_bytes, 'B'):>10}  {b.kind:9s} {b.instruction} "
+                                 f"{b.result_shape} {b.op_name}")
+        if lines:
+            raise AssertionError("program does not fit on one device:\n" + "\n".join(lines))
+
     def assert_max_wire_bytes(self, nbytes: float, kind: str | None = None) -> None:
         """Bytes each device sends on the wire per run (of collective ``kind``, or all) at most ``nbytes``.
 

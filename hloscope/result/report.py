@@ -16,6 +16,7 @@ from hloscope.result.assertions import ReportAssertions
 if TYPE_CHECKING:
     import pandas as pd
 
+    from hloscope.memory import MemoryFootprint
     from hloscope.roofline.chips import ChipSpec
 
 SCHEMA = "hloscope.report/3"
@@ -53,6 +54,11 @@ class Report(ReportAssertions):
         compile_s: seconds JAX spent lowering and compiling for this report (0.0 when nothing was compiled).
             Not in the JSON.
         analysis_s: seconds hloscope spent (HLO text out, parse, cost, score, tables). Not in the JSON.
+        hlo_modules: the parsed modules behind the report (kept for ``memory``); empty for a report read from
+            JSON. Not in the JSON.
+
+    ``memory`` (a property) is each module's per-device memory footprint (``hloscope.memory``), computed on
+    first use; in the JSON as ``"memory"``.
     """
 
     ops: pd.DataFrame
@@ -63,6 +69,29 @@ class Report(ReportAssertions):
     compiled_for: dict[str, Any] = field(default_factory=dict)
     compile_s: float = 0.0
     analysis_s: float = 0.0
+    hlo_modules: list[Any] = field(default_factory=list, repr=False, compare=False)
+    _memory: list[Any] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def memory(self) -> list[MemoryFootprint]:
+        """Per module, the memory one device needs to run it (``hloscope.memory.MemoryFootprint``: argument,
+        output, alias and temp bytes as ``compiled.memory_analysis()`` gives them, the peak and its largest
+        buffers, and ``fits`` against ``chip.hbm_capacity_bytes``), in the order of ``modules``. Computed from
+        ``hlo_modules`` on first use (a liveness walk: about as long as the analysis itself on large modules);
+        a report read from JSON has the stored footprints, or none when the JSON had none."""
+        if self._memory is None:
+            from hloscope.memory import footprint
+
+            self._memory = [footprint(m, self.chip) for m in self.hlo_modules]
+            self._fill_peak_bytes()
+        return self._memory
+
+    def _fill_peak_bytes(self) -> None:
+        """The modules table's ``peak_bytes`` column from ``memory`` (matched by module name)."""
+        by_name = {fp.module: float(fp.total_bytes) for fp in self._memory or ()}
+        if by_name and len(self.modules):
+            self.modules["peak_bytes"] = [by_name.get(n, v) for n, v in
+                                          zip(self.modules["name"], self.modules["peak_bytes"])]
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON document: ``schema``, ``chip``, ``modules``, ``ops``, ``coverage``, ``notes``,
@@ -77,6 +106,7 @@ class Report(ReportAssertions):
             "coverage": self.coverage,
             "notes": self.notes,
             "compiled_for": self.compiled_for,
+            "memory": [fp.to_dict() for fp in self.memory],
         }
 
     def to_json(self, indent: int | None = 1) -> str:
@@ -124,8 +154,14 @@ class Report(ReportAssertions):
         modules = pd.DataFrame(data.get("modules", []), columns=MODULE_COLUMNS)
         num_mod = [c for c in MODULE_COLUMNS if c not in ("name", "dtype", "caveats")]
         modules[num_mod] = modules[num_mod].apply(pd.to_numeric, errors="coerce")
+        from hloscope.memory import MemoryFootprint
+
+        try:
+            memory = [MemoryFootprint.from_dict(m) for m in data.get("memory") or ()]
+        except (KeyError, TypeError, AttributeError) as err:
+            raise ReportSchemaError(source, f"bad \"memory\" entry: {err}") from None
         return cls(frame, modules, chip_from_dict(data["chip"]), dict(data.get("coverage") or {}),
-                   list(data.get("notes") or []), dict(data.get("compiled_for") or {}))
+                   list(data.get("notes") or []), dict(data.get("compiled_for") or {}), _memory=memory or None)
 
 
 def _renamed(row: Any, renames: tuple[dict[str, str], ...]) -> Any:

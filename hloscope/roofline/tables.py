@@ -31,7 +31,7 @@ OP_COLUMNS = [
 MODULE_COLUMNS = [
     "name", "flops", "transcendentals", "hbm_bytes", "wire_bytes", "compute_s", "memory_s", "comm_s",
     "roofline_s", "measured_s", "mfu", "cost_coverage", "dtype", "compute_bound_s", "memory_bound_s",
-    "communication_bound_s", "caveats",
+    "communication_bound_s", "caveats", "peak_bytes",
 ]
 
 _COLLECTIVE = frozenset(
@@ -198,7 +198,7 @@ def modules_frame(costs: list[ModuleCost], ops: pd.DataFrame, chip: ChipSpec,
             "dtype": dtype, "compute_bound_s": float(by_bound.get("compute", 0.0)),
             "memory_bound_s": float(by_bound.get("memory", 0.0)),
             "communication_bound_s": float(by_bound.get("communication", 0.0)),
-            "caveats": ",".join(sorted(flags)),
+            "caveats": ",".join(sorted(flags)), "peak_bytes": math.nan,  # filled by Report.memory
         })
     return pd.DataFrame(rows, columns=MODULE_COLUMNS)
 

@@ -1,0 +1,182 @@
+"""XLA's buffer assignment, re-done on the buffers of ``hloscope.memory.liveness``: which buffers get an
+allocation of their own, which reuse one, and how large the temp allocation must be.
+
+The rules are those of ``BufferAssigner`` (``xla/service/buffer_assignment.cc``, ``AssignBuffersForComputations``,
+``AssignSingleHloBuffer``, ``MaybeAssignBuffer``, ``LiveRangeInterferes``):
+
+1. Buffers are taken largest first; at equal size live-out ones first, then by the post-order position of
+   their first instruction (``HloComputation::MakeInstructionPostOrder``, callees before callers).
+2. A constant gets a read-only allocation; an entry parameter gets its own allocation, reusable by later
+   buffers only when the parameter is aliased to an output (``input_output_alias``, a donated argument); a
+   tuple's index table gets its own allocation.
+3. Any other buffer first tries the allocations of its defining instruction's operands, then every reusable
+   allocation from the smallest up. It may join one when it fits, its live range interferes with no buffer
+   already there (touching ranges are allowed when the instruction takes over its operand's memory,
+   ``CanShareOperandBufferWithUser``), it is not a ``copy`` of a buffer there, and -- for a live-out buffer --
+   the allocation has exactly its size. So early temporaries often sit in an output's allocation before the
+   output is written.
+4. What is left and not live out is the *temp* set, packed by the heap simulator into the preallocated temp
+   allocation; what is left and live out gets a new allocation.
+
+The temp allocation's size is estimated as the peak of the temp set's live bytes over the schedule, each
+buffer rounded up to the allocation alignment (a buffer that takes over a dying operand's memory counts once). XLA's best-fit heap packs the same set and can only need
+as much or more (fragmentation); ``compiled.memory_analysis().temp_size_in_bytes`` is that packed size.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from hloscope.memory.liveness import Buffer, Liveness
+
+__all__ = ["Allocation", "Assignment", "CPU_ALIGNMENT_BYTES", "assign_buffers"]
+
+#: Alignment of each buffer in XLA:CPU's temp allocation (``cpu_function_runtime::MinAlign()``, 64 bytes):
+#: a 1-byte and a 4-byte temp need 65 bytes (checked: ``while_converge`` of tests/generator on CPU). TPU buffer
+#: sizes are already multiples of the tile padding; no extra alignment is applied to tiled modules.
+CPU_ALIGNMENT_BYTES = 64
+
+
+@dataclass(slots=True)
+class Allocation:
+    """One allocation: ``kind`` is ``parameter``, ``constant``, ``tuple``, ``output`` or ``reused``; ``size_bytes``
+    its size; ``buffers`` the ids of the buffers in it; ``live_out`` whether any of them is live out."""
+
+    kind: str
+    size_bytes: int
+    buffers: list[int] = field(default_factory=list)
+    live_out: bool = False
+    readonly: bool = False
+
+
+@dataclass(slots=True)
+class Assignment:
+    """Allocations, the temp set, and the temp set's peak.
+
+    Attributes:
+        allocations: every allocation but the temp one.
+        temp_buffers: ids of the buffers packed into the temp allocation.
+        temp_bytes: peak live bytes of ``temp_buffers`` (the temp allocation's size, before fragmentation).
+        peak_time: the time (index into ``Liveness.sequence``) of that peak; -1 when there are no temps.
+    """
+
+    allocations: list[Allocation]
+    temp_buffers: list[int]
+    temp_bytes: int
+    peak_time: int
+
+
+def _interferes(a: Buffer, b: Buffer) -> bool:
+    if a.start > b.end or b.start > a.end:
+        return False
+    if a.end == b.start:
+        return a.id not in b.share_candidates
+    if b.end == a.start:
+        return b.id not in a.share_candidates
+    return True
+
+
+def assign_buffers(liveness: Liveness) -> Assignment:
+    """Assign every buffer of ``liveness`` to an allocation or to the temp set (module docstring)."""
+    buffers = liveness.buffers
+    order = sorted(buffers, key=lambda b: (-b.size_bytes, not b.live_out, b.post_order, b.id))
+    allocations: list[Allocation] = []
+    allocation_of: dict[int, int] = {}
+    reusable: list[int] = []  # allocation indices, largest first
+    temps: list[int] = []
+
+    def try_assign(index: int, b: Buffer) -> bool:
+        alloc = allocations[index]
+        if alloc.readonly or alloc.kind == "tuple" or b.size_bytes > alloc.size_bytes:
+            return False
+        if b.live_out and alloc.size_bytes != b.size_bytes:
+            return False
+        copied = liveness.copies_of.get(b.id, ())
+        for other in alloc.buffers:
+            if other in copied or _interferes(buffers[other], b):
+                return False
+        alloc.buffers.append(b.id)
+        alloc.live_out |= b.live_out
+        allocation_of[b.id] = index
+        return True
+
+    for b in order:
+        if b.kind == "constant":
+            allocation_of[b.id] = len(allocations)
+            allocations.append(Allocation("constant", b.size_bytes, [b.id], readonly=True))
+            continue
+        if b.kind == "parameter":
+            allocation_of[b.id] = len(allocations)
+            allocations.append(Allocation("parameter", b.size_bytes, [b.id], b.live_out,
+                                          readonly=not b.aliased_parameter))
+            if b.aliased_parameter:
+                reusable.append(len(allocations) - 1)
+            continue
+        if b.is_tuple_table and not b.live_out:
+            if not liveness.tiled:  # XLA:CPU packs these index tables into the temp allocation; XLA:TPU
+                temps.append(b.id)  # counts none in memory_analysis()'s temp (async-start tuples included)
+            continue
+        if b.is_tuple_table:
+            allocation_of[b.id] = len(allocations)
+            allocations.append(Allocation("tuple", b.size_bytes, [b.id], b.live_out))
+            continue
+        if b.size_bytes == 0:
+            continue
+        done = False
+        for operand in liveness.operand_buffers.get(b.id, ()):
+            index = allocation_of.get(operand)
+            if index is not None and try_assign(index, b):
+                done = True
+                break
+        if not done:
+            for index in reversed(reusable):
+                if try_assign(index, b):
+                    done = True
+                    break
+        if done:
+            continue
+        if not b.live_out:
+            temps.append(b.id)
+            continue
+        allocation_of[b.id] = len(allocations)
+        allocations.append(Allocation("output", b.size_bytes, [b.id], True))
+        reusable.append(len(allocations) - 1)
+    temp_bytes, peak_time = _peak(liveness, temps, 1 if liveness.tiled else CPU_ALIGNMENT_BYTES)
+    return Assignment(allocations, temps, temp_bytes, peak_time)
+
+
+def _peak(liveness: Liveness, ids: list[int], alignment: int) -> tuple[int, int]:
+    """Peak live bytes of the buffers ``ids``, each rounded up to ``alignment`` but the topmost (the one with
+    the most rounding), and its time. A buffer that takes over a dying operand in the set
+    (``share_candidates``) does not count both at the handover."""
+    if not ids:
+        return 0, -1
+    buffers = liveness.buffers
+    n = len(liveness.sequence) + 1
+    delta = [0] * (n + 1)
+    chosen = set(ids)
+    taken: set[int] = set()
+    for i in ids:
+        b = buffers[i]
+        size = -(-b.size_bytes // alignment) * alignment
+        delta[b.start] += size
+        delta[b.end + 1] -= size
+        for cand in b.share_candidates:
+            if cand in chosen and cand not in taken:
+                taken.add(cand)
+                shared = min(b.size_bytes, buffers[cand].size_bytes)
+                delta[b.start] -= shared
+                delta[b.start + 1] += shared
+                break
+    live = best = 0
+    best_time = 0
+    for t in range(n):
+        live += delta[t]
+        if live > best:
+            best, best_time = live, t
+    # The heap ends with its topmost buffer, unrounded: take back the largest rounding of those live at the peak.
+    slack = max((-(-buffers[i].size_bytes // alignment) * alignment - buffers[i].size_bytes for i in ids
+                 if buffers[i].start <= best_time <= buffers[i].end), default=0)
+    return best - slack, best_time

@@ -1,0 +1,548 @@
+"""Buffers and their live ranges over a scheduled module: XLA's alias analysis and live-range flattening,
+re-done on the parsed text.
+
+A *value* is one array (or one tuple's index table) that an instruction defines. Values that must share memory
+-- a ``while``'s operand, its body's parameter and root and its result; a ``conditional``'s branch roots and its
+result; an in-place ``dynamic-update-slice``/``scatter`` or a fusion/custom call with
+``output_to_operand_aliasing`` and its operand -- are merged into one *buffer*, as XLA's ``HloAliasAnalysis``
+does. Instructions that only name part of a value (``get-tuple-element``, ``tuple``, ``bitcast``, the ``-done``
+half of an async pair, ``optimization-barrier``) define nothing: they hand on the values they name.
+
+Times follow XLA's ``HloLiveRange``: the entry computation's instructions in schedule order (the printed order
+of an ``is_scheduled=true`` module), with the computations a ``while``, ``conditional`` or ``call`` runs
+flattened in just before the instruction that runs them. A buffer is live from the first definition of any of
+its values to the last instruction that reads one (operands read by a non-aliasing instruction), and to the
+end of the program when a value reaches the entry's ``ROOT`` (live out).
+
+Sizes are ``Shape.hbm_size_bytes`` (layout padding included, ``T(8,128)`` tiles on TPU; leaves in on-chip
+memory spaces such as TPU VMEM ``S(1)`` and host memory ``S(5)`` count 0 here, ``host_size_bytes`` records the
+latter). A tuple's index table is one pointer (8 bytes) per element (``ShapeUtil::ByteSizeOf(shape,
+pointer_size=8)``; XLA:CPU and XLA:GPU use 8).
+
+Fusion, ``to_apply`` (reductions, sorts, all-reduce) and async-wrapped computations are not walked: their
+values live in registers or in the buffers of the instruction that calls them.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Union
+
+from hloscope.cost.elementwise import OPCODES as ELEMENTWISE_OPCODES
+
+if TYPE_CHECKING:
+    from hloscope.hlo import HloComputation, HloModule, Shape
+
+__all__ = ["Buffer", "Liveness", "POINTER_BYTES", "analyze_liveness"]
+
+#: Bytes per element of a tuple's index table (XLA:CPU/GPU pointer size).
+POINTER_BYTES = 8
+#: Granule of TPU allocations: a tuple's index table is rounded up to it (measured: a 9-element output tuple
+#: of a deviceless TPU v5e compile adds 512 bytes to ``memory_analysis().output_size_in_bytes``, not 72).
+TPU_GRANULE_BYTES = 512
+
+#: A value tree: an int (the value id of an array) or (table value id, children) for a tuple.
+Tree = Union[int, tuple[int, tuple["Tree", ...]]]
+
+#: Instructions whose result is (part of) an operand's value: they define no memory of their own.
+_PASS_THROUGH = frozenset({"bitcast", "optimization-barrier", "add-dependency", "domain", "async-update"})
+_CONTROL = frozenset({"while", "conditional", "call"})
+#: Opcodes that run in place on operand 0 (XLA ``HloDataflowAnalysis::GetInPlaceInputOutputPairs``).
+_IN_PLACE = frozenset({"dynamic-update-slice", "scatter"})
+#: One ``{output index}: (operand number, {operand index}...)`` pair of ``output_to_operand_aliasing`` or of
+#: the module header's ``input_output_alias``.
+_ALIASING = re.compile(r"\{([\d,\s]*)\}\s*:\s*\(\s*(\d+)\s*,\s*\{([\d,\s]*)\}")
+
+
+@dataclass(slots=True)
+class Buffer:
+    """Memory that one or more values share, with its live range.
+
+    Attributes:
+        id: index in ``Liveness.buffers``.
+        size_bytes: bytes in device memory (HBM): the largest of its values.
+        host_bytes: bytes in host memory (``S(5)``).
+        start, end: first and last time (index into ``Liveness.sequence``) the buffer is live, inclusive.
+        kind: ``"parameter"`` (holds an entry parameter), ``"constant"``, ``"output"`` (live out of the entry
+            computation) or ``"temp"``.
+        live_out: True when a value reaches the entry ``ROOT``.
+        aliased_parameter: for a ``parameter`` buffer that is also live out (``input_output_alias``, a donated
+            argument), True.
+        is_tuple_table: True for a tuple's index table.
+        defined_by: (computation, instruction) of the first definition.
+        shape: the shape of that first value.
+        share_candidates: buffers this one may take over in place when their last use is this buffer's
+            definition (XLA ``CanShareOperandBufferWithUser``: an elementwise instruction or a loop fusion
+            reading the operand elementwise, same byte size).
+        post_order: the smallest post-order position of its values' instructions (``post_order_positions``):
+            the buffer assigner's tie-break among buffers of one size.
+    """
+
+    id: int
+    size_bytes: int
+    host_bytes: int
+    start: int
+    end: int
+    kind: str
+    live_out: bool
+    aliased_parameter: bool
+    is_tuple_table: bool
+    defined_by: tuple[str, str]
+    shape: Any
+    share_candidates: tuple[int, ...] = ()
+    post_order: int = 0
+
+
+@dataclass(slots=True)
+class Liveness:
+    """Every buffer of a module, and the flattened schedule its times index.
+
+    Attributes:
+        sequence: (computation name, instruction name) per time.
+        buffers: every buffer.
+        operand_buffers: per buffer id, the buffers of its defining instruction's top-level operands (XLA tries
+            these allocations first).
+        copies_of: per buffer defined by a ``copy``, the buffers the copy reads (a copy never shares them).
+        scheduled: whether the module said ``is_scheduled=true`` (else the printed order is used as the
+            schedule, and ``Footprint`` says so).
+        tiled: whether the entry computation's arrays carry tiled layouts (``T(8,128)``: a TPU program); tuple
+            index tables are then ``TPU_GRANULE_BYTES``-rounded.
+    """
+
+    sequence: list[tuple[str, str]] = field(default_factory=list)
+    buffers: list[Buffer] = field(default_factory=list)
+    operand_buffers: dict[int, tuple[int, ...]] = field(default_factory=dict)
+    copies_of: dict[int, frozenset[int]] = field(default_factory=dict)
+    scheduled: bool = True
+    tiled: bool = False
+
+
+class _Walk:
+    """One pass over the module: value trees, definition and use times, merges."""
+
+    def __init__(self, module: HloModule) -> None:
+        self.module = module
+        self.parent: list[int] = []  # union-find over value ids
+        self.define_time: list[int] = []
+        self.last_use: list[int] = []
+        self.shapes: list[Shape | None] = []  # None for a tuple table
+        self.table_len: list[int] = []
+        self.origin: list[tuple[str, str, str]] = []  # (computation, instruction, kind)
+        self.share: list[tuple[int, int, int]] = []  # (new value, operand value, time)
+        self.operand_values: dict[int, tuple[int, ...]] = {}
+        self.copy_reads: dict[int, tuple[int, ...]] = {}
+        self.sequence: list[tuple[str, str]] = []
+        self.now = 0  # the time of the instruction being walked
+        self.live_out: set[int] = set()
+        self.entry_params: dict[int, Tree] = {}
+        self.post_order: dict[tuple[str, str], int] = {}
+        self.dropped: set[int] = set()  # values made and then replaced by an operand's: no memory
+
+    # -- values ------------------------------------------------------------------------------------
+    def _value(self, shape: Shape | None, comp: str, inst: str, kind: str, table_len: int = 0) -> int:
+        vid = len(self.parent)
+        self.parent.append(vid)
+        self.define_time.append(self.now)
+        self.last_use.append(-1)
+        self.shapes.append(shape)
+        self.table_len.append(table_len)
+        self.origin.append((comp, inst, kind))
+        return vid
+
+    def new_tree(self, shape: Shape, comp: str, inst: str, kind: str) -> Tree:
+        if shape.is_tuple:
+            table = self._value(None, comp, inst, kind, len(shape.tuple_shapes))
+            return (table, tuple(self.new_tree(s, comp, inst, kind) for s in shape.tuple_shapes))
+        return self._value(shape, comp, inst, kind)
+
+    def find(self, v: int) -> int:
+        parent = self.parent
+        while parent[v] != v:
+            parent[v] = parent[parent[v]]
+            v = parent[v]
+        return v
+
+    def merge(self, a: Tree, b: Tree) -> None:
+        """Make the values of two trees of the same shape share buffers, leaf by leaf."""
+        if isinstance(a, int) or isinstance(b, int):
+            if isinstance(a, int) and isinstance(b, int):
+                ra, rb = self.find(a), self.find(b)
+                if ra != rb:
+                    self.parent[rb] = ra
+            return
+        self.merge(a[0], b[0])
+        for x, y in zip(a[1], b[1]):
+            self.merge(x, y)
+
+    def leaves(self, tree: Tree) -> list[int]:
+        if isinstance(tree, int):
+            return [tree]
+        out = [tree[0]]
+        for child in tree[1]:
+            out.extend(self.leaves(child))
+        return out
+
+    def use(self, tree: Tree, time: int) -> None:
+        last = self.last_use
+        for v in self.leaves(tree):
+            if last[v] < time:
+                last[v] = time
+
+    # -- the walk ----------------------------------------------------------------------------------
+    def computation(self, comp: HloComputation, params: list[Tree]) -> Tree:
+        """Walk one computation; returns its root's tree."""
+        trees: dict[str, Tree] = {}
+        cname = comp.name
+        insts = comp.instructions
+        for inst in insts:
+            trees[inst.name] = self.instruction(cname, inst, trees, params)
+        if (cname, comp.root_name) not in self.post_order:
+            for name in post_order(comp):
+                self.post_order.setdefault((cname, name), len(self.post_order))
+        return trees[comp.root_name]
+
+    def instruction(self, cname: str, inst: Any, trees: dict[str, Tree], params: list[Tree]) -> Tree:
+        op = inst.opcode
+        ops = [trees[o] for o in inst.operands if o in trees]
+        module = self.module
+        if op == "parameter":
+            self._tick(cname, inst.name)
+            if params:
+                tree = params[inst.parameter_number] if inst.parameter_number < len(params) else \
+                    self.new_tree(inst.shape, cname, inst.name, "temp")
+            else:
+                tree = self.new_tree(inst.shape, cname, inst.name, "parameter")
+                self.entry_params[inst.parameter_number] = tree
+            return tree
+        if op in _CONTROL:
+            called = inst.called_computations
+            if op == "while" and ops:
+                state = ops[0]
+                for role in ("condition", "body"):
+                    for name in called.get(role, ()):
+                        root = self.computation(module.computation(name), [state])
+                        if role == "body":
+                            self.merge(state, root)
+                time = self._tick(cname, inst.name)
+                self.use(state, time)
+                return state
+            if op == "conditional":
+                result = None
+                branches = called.get("branch_computations", ()) or \
+                    called.get("true_computation", ()) + called.get("false_computation", ())
+                roots = [self.computation(module.computation(name), [ops[i + 1]] if i + 1 < len(ops) else [])
+                         for i, name in enumerate(branches)]
+                time = self._tick(cname, inst.name)
+                result = self.new_tree(inst.shape, cname, inst.name, "temp")
+                for root in roots:
+                    self.merge(result, root)
+                for t in ops:
+                    self.use(t, time)
+                return result
+            # call
+            root = None
+            for name in called.get("to_apply", ()) + called.get("calls", ()):
+                root = self.computation(module.computation(name), ops)
+            time = self._tick(cname, inst.name)
+            return root if root is not None else self.new_tree(inst.shape, cname, inst.name, "temp")
+
+        time = self._tick(cname, inst.name)
+        if op == "get-tuple-element":
+            tree = ops[0] if ops else None
+            index = inst.attributes.get("index", 0)
+            if isinstance(tree, tuple) and isinstance(index, int) and 0 <= index < len(tree[1]):
+                return tree[1][index]
+            return self.new_tree(inst.shape, cname, inst.name, "temp")
+        if op == "tuple":
+            table = self._value(None, cname, inst.name, "temp", len(ops))
+            return (table, tuple(ops))
+        if op in _PASS_THROUGH and ops:
+            return ops[0]
+        if op.endswith("-done") and ops:
+            return self._done(op, ops[0], inst, cname)
+        tree = self._aliased_result(op, inst, ops, cname)
+        if tree is None:
+            kind = "constant" if op == "constant" else "temp"
+            tree = self.new_tree(inst.shape, cname, inst.name, kind)
+            if isinstance(tree, int) and (op in ELEMENTWISE_OPCODES or
+                                          (op == "fusion" and inst.attributes.get("kind") == "kLoop")):
+                self._share_candidates(tree, inst, ops, time)
+        for t in ops:
+            self.use(t, time)
+        if isinstance(tree, int):
+            self.operand_values[tree] = tuple(t for t in ops if isinstance(t, int))
+            if op == "copy":
+                self.copy_reads[tree] = tuple(v for t in ops for v in self.leaves(t))
+        return tree
+
+    def _tick(self, cname: str, iname: str) -> int:
+        self.sequence.append((cname, iname))
+        self.now = len(self.sequence) - 1
+        return self.now
+
+    def _done(self, op: str, start: Tree, inst: Any, cname: str) -> Tree:
+        if isinstance(start, int):
+            return start
+        children = start[1]
+        if op == "copy-done":
+            return children[0]
+        if op in ("send-done",):
+            return self.new_tree(inst.shape, cname, inst.name, "temp")
+        if op == "recv-done":
+            return (self._value(None, cname, inst.name, "temp", 2),
+                    (children[0], self.new_tree(inst.shape.tuple_shapes[1], cname, inst.name, "temp")))
+        return children[1] if len(children) > 1 else start
+
+    def _aliased_result(self, op: str, inst: Any, ops: list[Tree], cname: str) -> Tree | None:
+        """The result tree of an instruction whose result (or part of it) is an operand's memory."""
+        if op in _IN_PLACE and ops:
+            if isinstance(ops[0], int) or not inst.shape.is_tuple:
+                return ops[0]
+            return (self._value(None, cname, inst.name, "temp", len(ops)), tuple(ops[:len(inst.shape.tuple_shapes)]))
+        if op.endswith("-start") or op == "send":
+            tree = self.new_tree(inst.shape, cname, inst.name, "temp")
+            if isinstance(tree, int) or not ops:
+                return tree
+            children = list(tree[1])
+            replaced = children[:]
+            if op == "copy-start" and len(children) > 1:
+                children[1] = ops[0]
+            elif isinstance(children[0], tuple) and len(children[0][1]) == len(ops) and len(ops) > 1:
+                children[0] = (children[0][0], tuple(ops))
+            elif isinstance(children[0], tuple) and len(children[0][1]) == 1 and len(ops) == 1:
+                children[0] = (children[0][0], (ops[0],))
+            elif isinstance(ops[0], int) and _same_array(self.shapes[ops[0]], inst.shape.tuple_shapes[0]):
+                children[0] = ops[0]
+            for old, new in zip(replaced, children):  # values made for the tuple and replaced by operands'
+                if old is not new:
+                    self.dropped.update(v for v in self.leaves(old) if v not in self.leaves(new))
+            return (tree[0], tuple(children))
+        if op in ("fusion", "custom-call"):
+            pairs = _output_operand_pairs(inst, self.module)
+            if not pairs:
+                return None
+            sources = {}
+            for out_index, (operand, operand_index) in pairs:
+                source = _subtree(ops[operand], operand_index) if operand < len(ops) else None
+                if source is not None and not out_index:
+                    return source
+                if source is not None and len(out_index) == 1:
+                    sources[out_index[0]] = source
+            if not sources or not inst.shape.is_tuple:
+                return None
+            table = self._value(None, cname, inst.name, "temp", len(inst.shape.tuple_shapes))
+            return (table, tuple(sources[k] if k in sources else self.new_tree(s, cname, inst.name, "temp")
+                                 for k, s in enumerate(inst.shape.tuple_shapes)))
+        return None
+
+    def _share_candidates(self, vid: int, inst: Any, ops: list[Tree], time: int) -> None:
+        shape = inst.shape
+        size = shape.hbm_size_bytes
+        for i, t in enumerate(ops):
+            if isinstance(t, int) and self.shapes[t] is not None and self.shapes[t].hbm_size_bytes == size:
+                if inst.opcode == "fusion" and not _elementwise_use(inst, i, self.module):
+                    continue
+                self.share.append((vid, t, time))
+
+
+def _tiled(module: HloModule) -> bool:
+    """Whether an entry parameter or the entry root has an array leaf with a tiled layout (a TPU program)."""
+    entry = module.entry
+    shapes = [entry.shapes[i] for i in range(len(entry)) if entry.opcodes[i] == "parameter"]
+    shapes.append(entry.shapes[entry.root_index])
+    stack = list(shapes)
+    while stack:
+        s = stack.pop()
+        if s.is_tuple:
+            stack.extend(s.tuple_shapes)
+        elif s.layout is not None and s.layout.tiles:
+            return True
+    return False
+
+
+def post_order(comp: HloComputation) -> list[str]:
+    """The instruction names of ``comp`` in XLA's post order (``HloComputation::MakeInstructionPostOrder``):
+    a depth-first walk of operands, first operand first, from each instruction without users in printed order
+    (the root among them); an instruction comes after all its operands."""
+    names = comp.names
+    index = {n: i for i, n in enumerate(names)}
+    operands = [comp.operands_at(i) for i in range(len(names))]
+    used = [False] * len(names)
+    for ops in operands:
+        for o in ops:
+            k = index.get(o)
+            if k is not None:
+                used[k] = True
+    state = [0] * len(names)  # 0 new, 1 visiting, 2 done
+    out: list[str] = []
+    for start in range(len(names)):
+        if used[start] or state[start]:
+            continue
+        stack = [start]
+        while stack:
+            i = stack[-1]
+            if state[i]:
+                stack.pop()
+                if state[i] == 1:
+                    state[i] = 2
+                    out.append(names[i])
+                continue
+            state[i] = 1
+            for o in reversed(operands[i]):
+                k = index.get(o)
+                if k is not None and not state[k]:
+                    stack.append(k)
+    out.extend(n for i, n in enumerate(names) if not state[i])  # (a cycle, which the parser rejects)
+    return out
+
+
+def _same_array(a: Shape | None, b: Shape) -> bool:
+    return a is not None and a.element_type == b.element_type and a.dims == b.dims
+
+
+def _subtree(tree: Tree, index: tuple[int, ...]) -> Tree | None:
+    for i in index:
+        if isinstance(tree, int) or i >= len(tree[1]):
+            return None
+        tree = tree[1][i]
+    return tree
+
+
+def _output_operand_pairs(inst: Any, module: HloModule) -> list[tuple[tuple[int, ...], tuple[int, tuple[int, ...]]]]:
+    """(output index, (operand number, operand index)) pairs an instruction writes in place: its
+    ``output_to_operand_aliasing`` attribute, else (fusions) a fused ``dynamic-update-slice``/``scatter`` root
+    whose operand 0 is a fused parameter (XLA ``GetInPlaceInputOutputPairs``)."""
+    text = inst.attributes.get("output_to_operand_aliasing")
+    if isinstance(text, str) and text:
+        return _parse_aliasing(text)
+    if inst.opcode != "fusion":
+        return []
+    names = inst.called_computations.get("calls", ())
+    if not names:
+        return []
+    comp = module.computation(names[0])
+    root = comp.root_index
+    roots = [(root, ())]
+    if comp.opcodes[root] == "tuple":
+        roots = [(comp.index_of(n), (k,)) for k, n in enumerate(comp.operands_at(root))]
+    pairs = []
+    for index, out_index in roots:
+        op = comp.opcodes[index]
+        while op == "bitcast":
+            index = comp.index_of(comp.operands_at(index)[0])
+            op = comp.opcodes[index]
+        if op not in _IN_PLACE:
+            continue
+        source = comp.index_of(comp.operands_at(index)[0])
+        while comp.opcodes[source] == "bitcast":
+            source = comp.index_of(comp.operands_at(source)[0])
+        if comp.opcodes[source] == "parameter":
+            number = comp.instruction_at(source).parameter_number
+            pairs.append((out_index, (number, ())))
+    return pairs
+
+
+def _parse_aliasing(text: str) -> list[tuple[tuple[int, ...], tuple[int, tuple[int, ...]]]]:
+    """``{ {0}: (1, {}), {1}: (2, {0}) }`` -> [((0,), (1, ())), ((1,), (2, (0,)))]."""
+    pairs = []
+    for out, operand, index in _ALIASING.findall(text):
+        pairs.append((_ints(out), (int(operand), _ints(index))))
+    return pairs
+
+
+def _ints(text: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in text.replace(" ", "").split(",") if x)
+
+
+def _elementwise_use(inst: Any, operand: int, module: HloModule) -> bool:
+    """Whether a loop fusion reads operand ``operand`` only elementwise (every user of the fused parameter is
+    an elementwise instruction of the same dims): XLA lets its output take over that operand's buffer."""
+    names = inst.called_computations.get("calls", ())
+    if not names:
+        return False
+    comp = module.computation(names[0])
+    try:
+        param = comp.parameter_index[operand]
+    except KeyError:
+        return False
+    name = comp.names[param]
+    dims = comp.shapes[param].dims
+    opcodes, shapes = comp.opcodes, comp.shapes
+    found = False
+    for i in range(len(comp)):
+        if name in comp.operands_at(i):
+            if opcodes[i] not in ELEMENTWISE_OPCODES or shapes[i].dims != dims:
+                return False
+            found = True
+    return found
+
+
+def analyze_liveness(module: HloModule) -> Liveness:
+    """Buffers of ``module`` with live ranges over its flattened schedule (module docstring).
+
+    Raises:
+        KeyError: a called computation is missing (the parser rejects such modules first).
+    """
+    walk = _Walk(module)
+    root = walk.computation(module.entry, [])
+    end = len(walk.sequence) - 1
+    for out_index, (number, param_index) in _parse_aliasing(module.header_attributes.get("input_output_alias", "")):
+        param = walk.entry_params.get(number)
+        out = _subtree(root, out_index)
+        source = _subtree(param, param_index) if param is not None else None
+        if out is not None and source is not None:
+            walk.merge(source, out)
+    for v in walk.leaves(root):
+        walk.live_out.add(v)
+    result = Liveness(sequence=walk.sequence,
+                      scheduled=str(module.header_attributes.get("is_scheduled", "")).lower() == "true",
+                      tiled=_tiled(module))
+    groups: dict[int, list[int]] = {}
+    for v in range(len(walk.parent)):
+        if v not in walk.dropped:
+            groups.setdefault(walk.find(v), []).append(v)
+    buffer_of: dict[int, int] = {}
+    for rep, values in groups.items():
+        bid = len(result.buffers)
+        for v in values:
+            buffer_of[v] = bid
+        kinds = {walk.origin[v][2] for v in values}
+        live_out = any(v in walk.live_out for v in values)
+        start = min(walk.define_time[v] for v in values)
+        stop = max(max(walk.last_use[v], walk.define_time[v]) for v in values)
+        if "parameter" in kinds:
+            kind, start, stop = "parameter", 0, end
+        elif live_out:
+            kind, stop = "output", end
+        elif kinds == {"constant"}:
+            kind = "constant"
+        else:
+            kind = "temp"
+        first = min(values, key=lambda v: walk.define_time[v])
+        tables = [walk.table_len[v] for v in values if walk.shapes[v] is None]
+        if tables:
+            size, host, shape = POINTER_BYTES * max(tables), 0, None
+            if result.tiled:
+                size = -(-size // TPU_GRANULE_BYTES) * TPU_GRANULE_BYTES
+        else:
+            size = max(walk.shapes[v].hbm_size_bytes for v in values)
+            host = max(walk.shapes[v].host_size_bytes for v in values)
+            shape = walk.shapes[first]
+        comp, inst, _ = walk.origin[first]
+        order = min(walk.post_order.get(walk.origin[v][:2], 0) for v in values)
+        result.buffers.append(Buffer(bid, size, host, start, stop, kind, live_out,
+                                     kind == "parameter" and live_out, bool(tables), (comp, inst), shape,
+                                     post_order=order))
+    shares: dict[int, list[int]] = {}
+    for new, operand, time in walk.share:
+        b_new, b_op = buffer_of[new], buffer_of[operand]
+        if b_new != b_op and result.buffers[b_op].end == time and result.buffers[b_new].start == time:
+            shares.setdefault(b_new, []).append(b_op)
+    for bid, cands in shares.items():
+        result.buffers[bid].share_candidates = tuple(cands)
+    for v, operands in walk.operand_values.items():
+        result.operand_buffers.setdefault(buffer_of[v], tuple(buffer_of[o] for o in operands))
+    for v, reads in walk.copy_reads.items():
+        result.copies_of[buffer_of[v]] = frozenset(buffer_of[o] for o in reads)
+    return result
