@@ -27,7 +27,10 @@ import pytest  # noqa: E402
 
 from cost_oracle import CORPUS, DATA, FIXTURES, xla_cost  # noqa: E402
 from hloscope.cost import RULES, CostContext, OpCost, module_cost  # noqa: E402
-from hloscope.cost.custom_call import GEMM_TARGETS, HELPER_TARGETS  # noqa: E402
+from hloscope.cost.custom_call import BODY_TARGETS, GEMM_TARGETS, HELPER_TARGETS  # noqa: E402
+from hloscope.cost.custom_call_attention import TE_ATTENTION_TARGETS  # noqa: E402
+from hloscope.cost.custom_call_common import cost_estimate, mlir_attribute_dict  # noqa: E402
+from hloscope.cost.custom_call_linalg import routine  # noqa: E402
 from hloscope.parsers import HloParseError, parse_hlo_text  # noqa: E402
 
 CORPUS_KINDS = ("hlo_tpu", "hlo_gpu", "hlo_cpu", "hlo_generic")
@@ -172,10 +175,9 @@ def read_flagged_file() -> set[str]:
 
 
 def _cost_estimate(config):
-    if not isinstance(config, dict):
-        return None
-    est = config.get("cost_estimate") or (config.get("custom_call_config") or {}).get("cost_estimate")
-    return est if isinstance(est, dict) else None
+    if isinstance(config, str):  # an MLIR attribute dictionary (typed-FFI calls)
+        config = mlir_attribute_dict(config.strip())
+    return cost_estimate(config) if isinstance(config, dict) else None
 
 
 def check_call(call: CustomCall) -> None:
@@ -194,15 +196,17 @@ def check_call(call: CustomCall) -> None:
         assert c.flops == 0 and c.transcendentals == 0, where
     elif t in GEMM_TARGETS:
         assert c.flops > 0 or c.bytes_written == 0, where
-    elif t.startswith(("__cudnn$fmha", "__cudnn$flash")):
+    elif t.startswith(("__cudnn$fmha", "__cudnn$flash")) or t in TE_ATTENTION_TARGETS:
         assert c.flops > 0 and "fmha-estimate" in c.flags, where
-    elif t.startswith("__cudnn$conv"):
+    elif t.startswith("__cudnn$conv") or t in BODY_TARGETS:
         assert c.flops >= 0, where
-    else:  # the only other way to a known cost: a Pallas/Mosaic cost_estimate, taken as given
+    elif routine(t) is not None:  # LAPACK / cuSOLVER: operation counts
+        assert c.flops >= 0 and "estimated-flops" in c.flags, where
+    else:  # the only other way to a known cost: a kernel's cost estimate, taken as given
         est = _cost_estimate(call.backend_config)
         assert est is not None, where
-        assert c.flops == float(est.get("flops", 0)), where
-        assert c.transcendentals == float(est.get("transcendentals", 0)), where
+        assert c.flops == float(est.get("flops") or 0), where
+        assert c.transcendentals == float(est.get("transcendentals") or 0), where
 
 
 # ---------------------------------------------------------------------------------------------------------

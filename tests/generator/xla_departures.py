@@ -15,6 +15,11 @@ cost rules. The departures (docs/xla_cost_rules.md §16):
    Not read from the text: the catalogue gives each loop body's FLOPs by hand (``programs.py``).
 6. ``conditional``: XLA takes the per-key max over branches, hloscope the branch with the most FLOPs +
    transcendentals. Not adjusted: the catalogue's branches order the same either way.
+7. LAPACK ``custom-call`` (``lapack_?potrf_ffi``, ``lapack_?trsm_ffi``): hloscope charges the LAPACK Working
+   Note 41 operation count (``hloscope/cost/custom_call_linalg.py``) instead of leaving them out. Adjustment:
+   the count, written out here (potrf ``n^3/6 + n^2/2 + n/3`` multiplies and ``n^3/6 - n/6`` adds; trsm from the
+   left ``k m (m+1)/2`` and ``k m (m-1)/2`` for an ``m x k`` right-hand side; complex ``6 mults + 2 adds``),
+   times the batch.
 """
 
 from __future__ import annotations
@@ -216,9 +221,33 @@ def _custom_gather_scatter_bodies(mod: Module) -> set[str]:
     return skip
 
 
+_LAPACK = re.compile(r'custom_call_target="lapack_([sdcz])(potrf|trsm)_ffi"')
+
+
+def lapack_flops(inst: Inst, shapes: dict[str, str]) -> float:
+    """Departure 7: the LAWN 41 count of a LAPACK potrf/trsm call, from its operands' printed shapes; 0 for
+    any other custom call."""
+    m = _LAPACK.search(inst.attrs)
+    if not m:
+        return 0.0
+    dims = [_out_dims(shapes.get(name, "")) for name in re.findall(r"%([\w.\-]+)", inst.operands)]
+    a = dims[0]
+    n = a[-1]
+    if m.group(2) == "potrf":
+        mults, adds = n ** 3 / 6 + n * n / 2 + n / 3, n ** 3 / 6 - n / 6
+    else:
+        side = re.search(r"\bside = (\d+)", inst.attrs)
+        rows, cols = dims[1][-2], dims[1][-1]
+        if side and int(side.group(1)) != ord("L"):
+            rows, cols = cols, rows
+        mults, adds = cols * rows * (rows + 1) / 2, cols * rows * (rows - 1) / 2
+    per = 6 * mults + 2 * adds if m.group(1) in "cz" else mults + adds
+    return math.prod(a[:-2]) * round(per)
+
+
 def adjustment(text: str) -> Adjustment:
-    """Departures 1-4 of the module docstring, summed over every instruction of the module (loop bodies once,
-    as XLA visits them)."""
+    """Departures 1-4 and 7 of the module docstring, summed over every instruction of the module (loop bodies
+    once, as XLA visits them)."""
     mod = parse(text)
     adj = Adjustment()
     unvisited = _custom_gather_scatter_bodies(mod)
@@ -228,6 +257,7 @@ def adjustment(text: str) -> Adjustment:
             op = inst.opcode
             if op == "custom-call" and comp not in unvisited:
                 adj.add("custom-call: XLA -1 each", 1.0)
+                adj.add("custom-call: LAPACK LAWN 41 count", lapack_flops(inst, shapes))
             elif op in ("all-reduce", "all-reduce-start"):
                 n = group_size(inst, mod)
                 per = reducer_flops(_attr(inst.attrs, "to_apply"), mod)
