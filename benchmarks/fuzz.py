@@ -12,7 +12,7 @@ Each case takes a seed input of its kind, applies one to three mutations and run
   ``hloscope.errors.HloscopeError`` whose message names the file (the case's directory name is in it);
 * the CLI in-process (``hloscope.cli.main(["report", path, "--chip", "tpu-v5e", "--format", "json"])``,
   stdout and stderr captured): exit status 0, 2 or 3 only, and on failure exactly one line on stderr, never a
-  ``Traceback``.
+  ``Traceback``, and no control character in it (a hostile file name's escape sequences shown escaped).
 
 Input kinds (``--kinds``):
 
@@ -21,8 +21,9 @@ Input kinds (``--kinds``):
 * ``chrome``: a small TPU Chrome trace written here (``synthetic_chrome``) and, when the public corpus is
   present (``../shared/corpus/trace_json``), the first module runs of device 0 of each corpus trace;
 * ``dir``: profile log directories (``log/plugins/profile/<run>/<host>.xplane.pb``) of mutated layouts
-  (several runs or hosts, empty runs, a directory named like a file, symbolic-link loops, odd host names)
-  holding xspace files, mutated or not.
+  (several runs or hosts, empty runs, a directory named like a file, symbolic-link loops, broken symbolic
+  links, an unreadable file (``chmod 000``; no refusal when run as root), host and run names holding control
+  characters and ANSI escape sequences) holding xspace files, mutated or not.
 
 Mutations: byte flips, truncation, duplication and deletion of spans, numbers spliced in (negative, huge,
 NaN, inf; in XSpace bytes: 10-byte varints), bracket and brace damage, junk bytes (NUL, invalid UTF-8),
@@ -34,7 +35,8 @@ Outcomes, counted per kind: ``report``; ``HloscopeError`` (message names the fil
 HloscopeError whose message does not name the file); ``other exception``; ``hang`` (over ``--time-limit``
 seconds, 10 by default: the case is interrupted by ``SIGALRM``, which a long call into C only sees when it
 returns, so the time is also measured); ``memory`` (see below); ``CLI traceback`` (an exception escaped
-``hloscope.cli.main``); ``CLI bad exit`` (another status, or not one line on stderr).
+``hloscope.cli.main``); ``CLI bad exit`` (another status, not one line on stderr, or a control character in
+it).
 
 Memory: with ``--tracemalloc`` (default on) the peak of Python's and numpy's allocations during the API call
 must stay under ``MEM_MULTIPLE`` x the bytes the readers must look at (the input as stored, or inflated when
@@ -600,7 +602,8 @@ def _chrome_case(rng: random.Random, index: int) -> Case:
 
 
 _LAYOUTS = ("log", "profile-dir", "run-dir", "two-runs", "two-hosts", "dir-named-xplane", "empty-runs",
-            "zero-byte", "with-chrome", "symlink-loop", "profile-is-file", "odd-host", "gz-host", "no-runs")
+            "zero-byte", "with-chrome", "symlink-loop", "profile-is-file", "odd-host", "gz-host", "no-runs",
+            "broken-link", "only-dir-named-xplane", "unreadable", "odd-run")
 
 
 def _dir_case(rng: random.Random, index: int) -> Case:
@@ -615,8 +618,11 @@ def _dir_case(rng: random.Random, index: int) -> Case:
     else:
         bad = good
     chrome = _gzip_member(json.dumps(s.chrome["synthetic"]).encode())
-    host = rng.choice(("localhost", "t1v-n-0-w-3", "h\u00f6st", "new\nline", "tab\there", " ", "-r"))
+    host = rng.choice(("localhost", "t1v-n-0-w-3", "h\u00f6st", "new\nline", "tab\there", " ", "-r",
+                       "esc\x1b[2J\x1b]0;t\x07", "bidi\u202eetc"))
     run_name = rng.choice(("2026_01_11_21_26_41", "run0", "zz"))
+    if layout == "odd-run":
+        run_name = rng.choice(("esc\x1b[31mred", "bell\x07", "del\x7f", "c1\x9b2J"))
 
     def write(d: Path) -> Path:
         log = d / "log"
@@ -633,6 +639,12 @@ def _dir_case(rng: random.Random, index: int) -> Case:
         if layout == "empty-runs":
             (prof / "2027_01_01_00_00_00").mkdir()
             return log
+        if layout == "broken-link":
+            os.symlink(run / "gone.xplane.pb", run / "localhost.xplane.pb")
+            return rng.choice((log, run, run / "localhost.xplane.pb"))
+        if layout == "only-dir-named-xplane":
+            (run / "localhost.xplane.pb").mkdir()
+            return rng.choice((log, run, run / "localhost.xplane.pb"))
         target = f"{host if layout == 'odd-host' else 'localhost'}.xplane.pb"
         if layout == "gz-host":
             target += ".gz"
@@ -653,6 +665,8 @@ def _dir_case(rng: random.Random, index: int) -> Case:
             (run / "localhost.trace.json.gz").write_bytes(chrome)
         elif layout == "symlink-loop":
             os.symlink("loop.xplane.pb", run / "loop.xplane.pb")
+        elif layout == "unreadable":  # permission denied (not as root, which chmod 000 does not stop)
+            (run / target).chmod(0)
         if layout == "profile-dir":
             return prof
         if layout == "run-dir":
@@ -811,6 +825,8 @@ def run_cli(path: Path, time_limit: float) -> tuple[str, str]:
         return "CLI bad exit", f"exit {code}: {text[:200]}"
     if code and len(lines) != 1:
         return "CLI bad exit", f"exit {code} with {len(lines)} lines on stderr: {text[:300]!r}"
+    if code and not lines[0].isprintable():
+        return "CLI bad exit", f"exit {code} with control characters on stderr: {text[:300]!r}"
     return "ok", ""
 
 

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 
 from hloscope.errors import ChipRequiredError as ChipRequiredError  # noqa: E402 - re-exported
-from hloscope.errors import HloscopeError  # noqa: E402
+from hloscope.errors import HloscopeError, UnreadablePathError, escaped  # noqa: E402
 
 
 class ModuleChoiceError(HloscopeError):
@@ -37,13 +37,14 @@ class ModuleChoiceError(HloscopeError):
         super().__init__(self.message("module="))
 
     def message(self, option: str) -> str:
-        """The one-line message, telling to pass ``option`` (``"module="`` or ``"--module"``)."""
+        """The one-line message, telling to pass ``option`` (``"module="`` or ``"--module"``); control
+        characters of the path and of the file names shown escaped (``hloscope.errors.escaped``)."""
         shown = ", ".join(self.names[:40]) + (f", ... ({len(self.names) - 40} more)" if len(self.names) > 40 else "")
         if not self.matched:
-            return (f"{self.path}: no post-optimization module (*after_optimizations.txt) matches {self.wanted!r}; "
-                    f"pass {option} with part of one of these names: {shown}")
-        return (f"{self.path}: {len(self.names)} post-optimization modules match {self.wanted!r}: {shown}; pass "
-                f"{option} with a part that names one, e.g. {self.names[0]!r}")
+            return escaped(f"{self.path}: no post-optimization module (*after_optimizations.txt) matches "
+                           f"{self.wanted!r}; pass {option} with part of one of these names: {shown}")
+        return escaped(f"{self.path}: {len(self.names)} post-optimization modules match {self.wanted!r}: {shown}; "
+                       f"pass {option} with a part that names one, e.g. {self.names[0]!r}")
 
     def __reduce__(self):  # picklable despite the constructor's arguments (xdist, Dask)
         return (type(self), (self.path, self.wanted, self.names, self.matched))
@@ -99,6 +100,9 @@ def analyze(source: Any, *args: Any, chip: str | ChipSpec | None = None, target:
             chip, a bad topology; the message names the fix).
         HloParseError: bad HLO text. TraceError: bad trace input (names path and fix).
         ModuleChoiceError: ``module`` names no module of the dump dir, or several (lists them).
+        UnreadablePathError: the system will not read the path, or a file it names (permission denied, a
+            directory where a file is expected, a broken symbolic link: ``MissingPathError``); never a bare
+            ``OSError``. Messages show control characters of paths escaped.
         UnknownChipError: unknown chip id (lists ids and the closest match). ChipRequiredError: no chip.
     """
     __tracebackhide__ = True
@@ -110,17 +114,22 @@ def analyze(source: Any, *args: Any, chip: str | ChipSpec | None = None, target:
         if args or kwargs:
             raise TypeError("hloscope.analyze(text_or_path) takes no example arguments")
         t0 = time.perf_counter()
-        if isinstance(source, str) and not _is_path(source):
-            report = _static([parse_hlo(source)], _resolve_chip(chip, None))
-        else:
-            path = Path(source)
-            if path.is_file() and not path.name.endswith((".xplane.pb", ".xplane.pb.gz", ".trace.json.gz",
-                                                            ".trace.json")):
-                report = _static([parse_hlo(path)], _resolve_chip(chip, None))
-            elif path.is_dir() and any(path.glob("*after_optimizations.txt")):
-                report = _dump_dir(path, module, _resolve_chip(chip, None))
+        try:
+            if isinstance(source, str) and not _is_path(source):
+                report = _static([parse_hlo(source)], _resolve_chip(chip, None))
             else:
-                report = _traced(path, run, chip, [Path(h) for h in hlo])
+                path = Path(source)
+                if path.is_file() and not path.name.endswith((".xplane.pb", ".xplane.pb.gz", ".trace.json.gz",
+                                                                ".trace.json")):
+                    report = _static([parse_hlo(path)], _resolve_chip(chip, None))
+                elif path.is_dir() and any(path.glob("*after_optimizations.txt")):
+                    report = _dump_dir(path, module, _resolve_chip(chip, None))
+                else:
+                    report = _traced(path, run, chip, [Path(h) for h in hlo])
+        except HloscopeError:
+            raise
+        except OSError as e:  # the system refused a path (permission denied, ...): name it, no traceback
+            raise UnreadablePathError.from_os_error(source, e) from None
         report.analysis_s = time.perf_counter() - t0
         return report
 
@@ -200,8 +209,8 @@ def _dump_dir(path: Path, module: str | None, chip: ChipSpec) -> Report:
     """
     import dataclasses
 
-    from hloscope.parsers._load import dump_modules, read_text
-    from hloscope.parsers import parse_hlo_text
+    from hloscope.parsers import parse_hlo
+    from hloscope.parsers._load import dump_modules
 
     files = [(f, *_dump_names(f)) for f in dump_modules(path)]  # (file, module name, dump prefix)
     if module is not None:
@@ -212,7 +221,7 @@ def _dump_dir(path: Path, module: str | None, chip: ChipSpec) -> Report:
         if len(picked) != 1:
             raise ModuleChoiceError(path, module, [t[2] for t in (picked or files)], matched=bool(picked))
         files = picked
-    modules = [parse_hlo_text(read_text(f), source=str(f)) for f, _, _ in files]
+    modules = [parse_hlo(f) for f, _, _ in files]  # (an unreadable file: an UnreadablePathError naming it)
     count: dict[str, int] = {}
     for m in modules:
         count[m.name] = count.get(m.name, 0) + 1
@@ -325,7 +334,7 @@ def _trace_modules(events, hlo_files: list[Path], path: Path) -> dict[str, HloMo
     """The HLO modules a trace's events name: from ``hlo_files`` when given (an XLA dump dir among them gives
     the modules of it the trace ran), else the trace's own protos."""
     from hloscope.parsers import parse_hlo, parse_hlo_text
-    from hloscope.parsers._load import dump_modules, read_text
+    from hloscope.parsers._load import dump_modules
     from hloscope.parsers._trace_error import TraceError
 
     modules: dict[str, HloModule] = {}
@@ -335,7 +344,7 @@ def _trace_modules(events, hlo_files: list[Path], path: Path) -> dict[str, HloMo
             if f.is_dir():
                 for g in dump_modules(f):
                     if _dump_names(g)[0] in ran:
-                        m = parse_hlo_text(read_text(g), source=str(g))
+                        m = parse_hlo(g)
                         modules[m.name] = m
                 continue
             m = parse_hlo(f)

@@ -24,8 +24,8 @@ _TEXT_START = re.compile(
 )
 
 
-def parse_hlo(text_or_path: str | os.PathLike[str], *, module: str | None = None) -> HloModule:
-    """Parse HLO from a string, a text file, or an XLA dump directory.
+def parse_hlo(text_or_path: str | bytes | os.PathLike[str], *, module: str | None = None) -> HloModule:
+    """Parse HLO from a string, bytes, a text file, or an XLA dump directory.
 
     Whether a ``str`` is HLO text or a path is decided by its content alone, never by trying the file system:
     it is text when it holds a line break or nothing but white space (``""`` is an empty text, not the current
@@ -34,45 +34,98 @@ def parse_hlo(text_or_path: str | os.PathLike[str], *, module: str | None = None
     instruction); any other ``str`` is a path, and so is every ``os.PathLike`` (``pathlib.Path``). So a module
     on one line (``"HloModule m ENTRY e { ... }"``) or a bare computation (``"ENTRY e { ROOT ... }"``) is text
     however short, and a text never reaches the file system; a path holding a NUL byte cannot name a file and
-    is a ``FileNotFoundError`` at once, without a look-up.
+    is a ``MissingPathError`` at once, without a look-up. ``bytes`` (or a ``bytearray`` / ``memoryview``) are
+    always HLO text, encoded as UTF-8 (what ``open(f, "rb").read()`` gives), never a path.
 
     Args:
-        text_or_path: HLO text (as ``compiled.as_text()`` returns it), a path to a text file, or a directory
-            written by ``XLA_FLAGS=--xla_dump_to=DIR``.
+        text_or_path: HLO text (as ``compiled.as_text()`` returns it, as ``str`` or UTF-8 ``bytes``), a path to
+            a text file, or a directory written by ``XLA_FLAGS=--xla_dump_to=DIR``.
         module: for a dump directory holding several modules, a substring of the wanted module's file or
             module name (e.g. ``"jit_train_step"``).
 
     Returns:
-        The parsed ``HloModule``.
+        The parsed ``HloModule`` (``source``: the path, ``"<string>"`` or ``"<bytes>"``).
 
     Raises:
-        HloParseError: the text is not HLO (names file, line and column).
-        FileNotFoundError: the path does not exist, or the system cannot look it up (a name too long, a NUL
-            byte); the message names it (shortened past 200 characters, a NUL shown as ``\\0``).
-        ValueError: a dump directory holds no post-optimization module, or several and ``module`` does not
-            pick exactly one (the message lists them).
+        HloParseError: the text is not HLO (names file, line and column); bytes or a file that are not UTF-8
+            text or hold a NUL byte (``<source>: byte N: ...``, N the offset of the first bad byte).
+        MissingPathError: (a ``FileNotFoundError`` too) the path does not exist, is a broken symbolic link, or
+            the system cannot look it up (a name too long, a NUL byte); the message names it (shortened past 200
+            characters, a NUL shown as ``\\0``).
+        UnreadablePathError: the system will not read the path or a file of the dump directory (permission
+            denied, an I/O error), or the path is a directory holding no post-optimization module (a directory
+            where a file is expected); the message names the path.
+        ValueError: a dump directory holds several post-optimization modules and ``module`` does not pick
+            exactly one (the message lists them).
+
+    Paths in messages (and in ``HloModule.source``) show control characters escaped
+    (``hloscope.errors.escaped``): a hostile file name cannot send escape sequences to a terminal.
     """
+    from hloscope.errors import MissingPathError, UnreadablePathError, escaped
+
+    if isinstance(text_or_path, (bytes, bytearray, memoryview)):
+        data = bytes(text_or_path)
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as e:
+            prefix = data[: e.start].decode("utf-8")
+            raise HloParseError(f"not UTF-8 text, so not HLO text ({e.reason}); bytes are read as UTF-8 HLO text, "
+                                "never as a path", prefix, len(prefix), source="<bytes>", byte_offset=e.start) from None
+        nul = text.find("\0")
+        if nul >= 0:
+            raise HloParseError("a NUL byte, so not HLO text (a serialized HloModuleProto? pass its text, "
+                                "compiled.as_text())", text[:nul], nul, source="<bytes>",
+                                byte_offset=len(text[:nul].encode("utf-8"))) from None
+        return parse_hlo_text(text, source="<bytes>")
     if isinstance(text_or_path, str) and is_hlo_text(text_or_path):
         return parse_hlo_text(text_or_path)
     path = Path(text_or_path)
     if "\0" in str(path):
-        raise FileNotFoundError(f"{_shown(path)}: no such file or directory (a path cannot hold a NUL byte)"
-                                f"{_hint(text_or_path)}")
-    if _is_dir(path, text_or_path):
-        files = dump_modules(path)
-        if module is not None:
-            files = [f for f in files if module in f.name]
-        if len(files) != 1:
-            names = ", ".join(f.name for f in dump_modules(path)) or "none"
-            raise ValueError(
-                f"{path}: {'no' if not files else len(files)} post-optimization modules "
-                f"(*{DUMP_SUFFIX}) match{'' if module is None else f' {module!r}'}; "
-                f"pass module=<part of the name> to pick one of: {names}"
-            )
-        path = files[0]
-    if not path.exists():
-        raise FileNotFoundError(f"{_shown(path)}: no such file or directory{_hint(text_or_path)}")
-    return parse_hlo_text(read_text(path), source=str(path))
+        raise MissingPathError(_shown(path), f"no such file or directory (a path cannot hold a NUL byte)"
+                                             f"{_hint(text_or_path)}")
+    try:
+        is_dir = path.is_dir()
+    except PermissionError as e:  # a directory above it that cannot be searched
+        raise UnreadablePathError.from_os_error(path, e) from None
+    except OSError as e:  # a path the system cannot look up (a name too long, ...)
+        raise MissingPathError(_shown(path), f"no such file or directory ({e.strerror}){_hint(text_or_path)}") \
+            from None
+    try:
+        if is_dir:
+            files = dump_modules(path)
+            if not files:  # a directory where an HLO file is expected (or an empty dump)
+                raise UnreadablePathError(_shown(path), f"is a directory holding no post-optimization module "
+                                                        f"(*{DUMP_SUFFIX}); expected an HLO text file, or an XLA "
+                                                        "dump dir (XLA_FLAGS=--xla_dump_to=DIR)")
+            if module is not None:
+                files = [f for f in files if module in f.name]
+            if len(files) != 1:
+                names = ", ".join(f.name for f in dump_modules(path)) or "none"
+                raise ValueError(escaped(
+                    f"{path}: {'no' if not files else len(files)} post-optimization modules "
+                    f"(*{DUMP_SUFFIX}) match{'' if module is None else f' {module!r}'}; "
+                    f"pass module=<part of the name> to pick one of: {names}"
+                ))
+            path = files[0]
+        if not path.exists():
+            if path.is_symlink():
+                raise MissingPathError(_shown(path), f"no such file or directory (a broken symbolic link, to "
+                                                     f"{os.readlink(path)!r}){_hint(text_or_path)}")
+            raise MissingPathError(_shown(path), f"no such file or directory{_hint(text_or_path)}")
+        source = escaped(str(path))
+        try:
+            text = read_text(path)
+        except HloParseError as e:  # not UTF-8, or a NUL: located already; the path shown escaped
+            if e.source == source:
+                raise
+            raise HloParseError(e.msg, e.doc, e.pos, source=source, byte_offset=e.byte_offset) from None
+    except FileNotFoundError as e:
+        if isinstance(e, MissingPathError):
+            raise
+        raise UnreadablePathError.from_os_error(path, e) from None  # removed while it was read
+    except OSError as e:  # permission denied, a directory named like a file, an I/O error
+        raise UnreadablePathError.from_os_error(path, e) from None
+    return parse_hlo_text(text, source=source)
 
 
 def is_hlo_text(s: str) -> bool:

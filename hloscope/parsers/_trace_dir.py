@@ -25,11 +25,13 @@ import os
 import re
 from pathlib import Path
 
+from hloscope.errors import escaped
 from hloscope.parsers._trace_error import TraceError
 
 __all__ = ["checked_path", "find_xplane_files", "gunzip", "inflate_limit", "open_gzip"]
 
 XPLANE_SUFFIXES = (".xplane.pb", ".xplane.pb.gz")
+_CHROME_SUFFIXES = (".trace.json.gz", ".trace.json")
 _RUN_NAME_RE = re.compile(r"^\d{4}_\d{2}_\d{2}_\d{2}_\d{2}_\d{2}$")
 _HOW = "capture one with `with jax.profiler.trace(log_dir): ...` and pass log_dir"
 
@@ -46,9 +48,9 @@ _NAME_MAX = 255
 
 
 def shown_path(s: str) -> str:
-    """``s`` printable on one line: control characters escaped (``\\x00``, ``\\n``), and cut to about 200
-    characters (its start and end kept) when longer."""
-    t = "".join(c if c.isprintable() else repr(c)[1:-1] for c in s)
+    """``s`` printable on one line: control characters escaped (``\\x00``, ``\\n``, ``\\x1b``:
+    ``hloscope.errors.escaped``), and cut to about 200 characters (its start and end kept) when longer."""
+    t = escaped(s)
     return t if len(t) <= 200 else f"{t[:120]}...({len(s)} characters)...{t[-60:]}"
 
 
@@ -214,22 +216,101 @@ def gunzip(data, source: str | os.PathLike[str]) -> bytes:
     return b"".join(chunks)
 
 
-def _is_xplane(p: Path) -> bool:
-    return p.is_file() and p.name.endswith(XPLANE_SUFFIXES)
+def _kind_of_entry(p: Path) -> str | None:
+    """``lookup(p)`` for an entry of a listed directory, with an entry the system will not look up (permission
+    denied, a loop of symbolic links) None, as if absent: one bad entry does not hide the others."""
+    try:
+        return lookup(p)
+    except TraceError:
+        return None
+
+
+def _entries(d: Path) -> list[Path]:
+    """The entries of directory ``d``, sorted; none when it cannot be listed (see :func:`_unlisted`)."""
+    try:
+        return sorted(d.iterdir())
+    except (OSError, ValueError):
+        return []
 
 
 def _xplanes_in(d: Path) -> list[Path]:
-    try:
-        return sorted(p for p in d.iterdir() if _is_xplane(p))
-    except OSError:
-        return []
+    """The ``*.xplane.pb`` / ``*.xplane.pb.gz`` regular files (or links to one) directly in ``d``, sorted."""
+    return [p for p in _entries(d) if p.name.endswith(XPLANE_SUFFIXES) and _kind_of_entry(p) == "file"]
 
 
 def _subdirs(d: Path) -> list[Path]:
+    """The directories (or links to one) directly in ``d``, sorted."""
+    return [p for p in _entries(d) if _kind_of_entry(p) == "dir"]
+
+
+def _unlisted(d: Path) -> str | None:
+    """Why directory ``d`` cannot be listed (``"Permission denied"``), or None when it can."""
     try:
-        return sorted(p for p in d.iterdir() if p.is_dir())
-    except OSError:
-        return []
+        with os.scandir(d):
+            return None
+    except OSError as e:
+        return e.strerror or type(e).__name__
+    except ValueError as e:  # a path os cannot pass to the system (checked_path refuses these earlier)
+        return str(e)
+
+
+def _not_an_xplane(p: Path) -> str | None:
+    """What the entry ``p``, named like an xplane file, is instead of a readable file (``"a directory"``, ``"a
+    broken symbolic link"``, ...), or None when it is one."""
+    import stat
+
+    try:
+        mode = p.stat().st_mode
+    except FileNotFoundError:
+        return "a broken symbolic link" if os.path.islink(p) else "removed while listed"
+    except OSError as e:
+        return ("a loop of symbolic links" if e.errno == errno.ELOOP
+                else f"cannot be looked up: {e.strerror or type(e).__name__}")
+    except ValueError:
+        return "cannot be looked up"
+    if stat.S_ISREG(mode):
+        return None
+    return "a directory" if stat.S_ISDIR(mode) else "not a regular file"
+
+
+def _skipped(base: Path, dirs: list[Path]) -> str:
+    """For a message about ``base`` saying no xplane file was found in ``dirs``: the directories that could
+    not be listed and the entries named ``*.xplane.pb`` that are no readable file, relative to ``base``
+    (``"; skipped: run0 (cannot be listed: Permission denied), run1/a.xplane.pb (a directory)"``), or ``""``.
+    At most 8 are named."""
+    def rel(p: Path) -> str:
+        try:
+            return str(p.relative_to(base))
+        except ValueError:
+            return str(p)
+
+    found = []
+    for d in dirs:
+        why = _unlisted(d)
+        if why is not None:
+            found.append(f"{rel(d)} (cannot be listed: {why})")
+            continue
+        for p in _entries(d):
+            if p.name.endswith(XPLANE_SUFFIXES):
+                what = _not_an_xplane(p)
+                if what is not None:
+                    found.append(f"{rel(p)} ({what})")
+    if not found:
+        return ""
+    more = f", and {len(found) - 8} more" if len(found) > 8 else ""
+    return "; skipped: " + ", ".join(found[:8]) + more
+
+
+def _missing(p: Path) -> str:
+    """Why a path :func:`lookup` found nothing at is missing: ``"no such file or directory"``, or for a symbolic
+    link to nothing ``"is a broken symbolic link (to '...')"``."""
+    if os.path.islink(p):
+        try:
+            target = os.readlink(p)
+        except OSError:
+            target = "?"
+        return f"is a broken symbolic link (to {target!r})"
+    return "no such file or directory"
 
 
 def _newest(runs: list[Path]) -> Path:
@@ -274,10 +355,14 @@ def find_xplane_files(path: str | os.PathLike[str], run: str | None = None) -> t
     p = checked_path(path)
     kind = lookup(p)
     if kind is None:
-        raise TraceError(p, f"no such file or directory; expected a profile log dir or a *.xplane.pb; {_HOW}")
+        raise TraceError(p, f"{_missing(p)}; expected a profile log dir or a *.xplane.pb; {_HOW}")
     if kind == "other":
         raise TraceError(p, f"is neither a file nor a directory; expected a profile log dir or a *.xplane.pb; "
                             f"{_HOW}")
+    if kind == "dir":
+        why = _unlisted(p)
+        if why is not None:
+            raise TraceError(p, f"is a directory that cannot be listed ({why}); check its permissions")
 
     if kind == "file":
         if not p.name.endswith(XPLANE_SUFFIXES):
@@ -303,15 +388,21 @@ def find_xplane_files(path: str | os.PathLike[str], run: str | None = None) -> t
     elif p.name == "plugins" and lookup(p / "profile") == "dir":
         runs_root = p / "profile"
     else:
-        runs = [d for d in _subdirs(p) if _xplanes_in(d)]
+        subdirs = _subdirs(p)
+        runs = [d for d in subdirs if _xplanes_in(d)]
         if not runs:
+            named = ("is a directory, not a file, and " if p.name.endswith(XPLANE_SUFFIXES + _CHROME_SUFFIXES)
+                     else "")
             raise TraceError(
                 p,
-                f"holds no plugins/profile/<run>/ directory and no *.xplane.pb files; expected a profile "
-                f"log dir; {_HOW}",
+                f"{named}holds no plugins/profile/<run>/ directory and no *.xplane.pb files; expected a profile "
+                f"log dir; {_HOW}{_skipped(p, [p, *subdirs])}",
             )
         runs_root = p  # a dir whose subdirectories are runs (copied without plugins/profile)
 
+    why = _unlisted(runs_root)
+    if why is not None:
+        raise TraceError(runs_root, f"is a directory that cannot be listed ({why}); check its permissions")
     runs = _subdirs(runs_root)
     if not runs:
         raise TraceError(runs_root, f"holds no run directories; expected <run>/<host>.xplane.pb; {_HOW}")
@@ -323,7 +414,8 @@ def find_xplane_files(path: str | os.PathLike[str], run: str | None = None) -> t
             raise TraceError(runs_root, f"has no run named {run!r}; available runs: {avail}")
         files = _xplanes_in(chosen)
         if not files:
-            raise TraceError(chosen, f"run {run!r} holds no *.xplane.pb files (capture incomplete?); {_HOW}")
+            raise TraceError(chosen, f"run {run!r} holds no *.xplane.pb files (capture incomplete?); {_HOW}"
+                                     f"{_skipped(chosen, [chosen])}")
         return chosen, files
 
     with_files = [r for r in runs if _xplanes_in(r)]
@@ -331,6 +423,7 @@ def find_xplane_files(path: str | os.PathLike[str], run: str | None = None) -> t
         avail = ", ".join(r.name for r in runs)
         raise TraceError(
             runs_root, f"none of its runs ({avail}) holds a *.xplane.pb file (capture incomplete?); {_HOW}"
+                       f"{_skipped(runs_root, runs)}"
         )
     chosen = _newest(with_files)
     return chosen, _xplanes_in(chosen)

@@ -208,6 +208,29 @@ def _module_spans(ctx: _PlaneOps, lines: list[_LineRef], source: str):
     return spans
 
 
+#: Digits of the longest ``(id)`` suffix read as a program id: a uint64 has at most 20 (``-`` and 19 for an
+#: int64); ``int()`` refuses more than 4300, and a longer run of digits is no program id.
+_MAX_ID_DIGITS = 20
+
+
+def _module_key(name: str) -> tuple[str, int | None]:
+    """``_split_module_key`` (``"jit_f(6)"`` -> ``("jit_f", 6)``) for any event name: when the ``(id)`` suffix
+    is no 64-bit integer written in ASCII digits -- more than 20 digits (thousands of them), digits of another
+    script, or a number outside ``[-2**63, 2**64 - 1]`` -- the name is kept whole, id and all, with no program
+    id (``(name, None)``), rather than raising or wrapping the number into an id no program has. Never raises."""
+    open_ = name.rfind("(")
+    if open_ >= 0 and name.endswith(")"):
+        inner = name[open_ + 1:-1]
+        digits = inner.removeprefix("-")
+        if digits.isdigit() and (not digits.isascii() or len(digits) > _MAX_ID_DIGITS
+                                 or not -(1 << 63) <= int(inner) < 1 << 64):
+            return name, None
+    try:
+        return _split_module_key(name)
+    except ValueError:  # belt and braces: a suffix ``int()`` refuses
+        return name, None
+
+
 def _add_module_spans(ctx: _PlaneOps, sl: _ScannedLine, spans: list) -> None:
     import numpy as np
 
@@ -219,7 +242,7 @@ def _add_module_spans(ctx: _PlaneOps, sl: _ScannedLine, spans: list) -> None:
         pids.setdefault(int(sl.st_ev[i]), []).append(_as_program_id(v))
     md = ctx.md_index(sl.ev_mid)
     for i in range(sl.ev_mid.shape[0]):
-        module, pid = _split_module_key(ctx.md_name[md[i]])
+        module, pid = _module_key(ctx.md_name[md[i]])
         for p in pids.get(i, ()):
             pid = p or pid
         start = sl.timestamp_ns * 1000 + int(sl.ev_off[i])

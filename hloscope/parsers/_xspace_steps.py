@@ -7,6 +7,7 @@ so reading them again costs nothing.
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
 
 from hloscope.parsers._xspace_file import XSpaceIndex, _LineRef, _plane_sources, _scan_ref
@@ -18,15 +19,27 @@ if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
 
+#: A step number as a stat or an event name writes it: ASCII digits, at most 20 (no int64 has more; ``int()``
+#: would also take ``"\u00b2"``-like digits of other scripts, ``"1_000"``, and refuses more than 4300 digits).
+_STEP_TEXT = re.compile(r"[+-]?[0-9]{1,20}")
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+
+
 def _as_step(v: Any) -> int | None:
-    """A step number from a stat value: an int as is, a string of digits parsed, anything else None."""
+    """A step number from a stat value (or an event name): an int as is, a string of ASCII digits (white space
+    around allowed) parsed; None for anything else -- a bool, a float, other text (``"\u00b2"``, ``"1_000"``,
+    thousands of digits) -- and for a number outside int64 (the ``step_num`` column is ``Int64``). Never raises.
+    """
     if isinstance(v, bool) or v is None:
         return None
-    if isinstance(v, int):
-        return v
-    if isinstance(v, str) and v.strip().lstrip("-").isdigit():
-        return int(v)
-    return None
+    if isinstance(v, str):
+        t = v.strip()
+        if not _STEP_TEXT.fullmatch(t):
+            return None
+        v = int(t)
+    elif not isinstance(v, int):
+        return None
+    return v if _INT64_MIN <= v <= _INT64_MAX else None
 
 
 def _step_rows_of(ctx: _PlaneOps, sl: _ScannedLine, host: bool) -> list[tuple]:
@@ -60,8 +73,8 @@ def _step_rows_of(ctx: _PlaneOps, sl: _ScannedLine, host: bool) -> list[tuple]:
             continue  # host plane: only step annotations
         name = ctx.md_name[ctx.md_index(np.array([mid], np.int64))[0]]
         s = _as_step(s)
-        if s is None and name.strip().isdigit():
-            s = int(name)
+        if s is None:
+            s = _as_step(name)  # a device Steps event named by its number
         if s is None:
             s = _as_step(g)
         rows.append((base + int(sl.ev_off[i]), int(sl.ev_dur[i]), sl.name, name, s))

@@ -113,15 +113,16 @@ def read_trace(path: str | os.PathLike[str], run: str | None = None) -> TraceEve
         The :class:`TraceEvents` of the profile, with at least one op event.
 
     Raises:
-        TraceError: the path or run does not exist, a file is unreadable or corrupted, or the trace holds no
-            per-op events (the error names the run dir, or the Chrome trace file).
+        TraceError: the path or run does not exist (a broken symbolic link among them) or cannot be looked up
+            or listed (permission denied, a NUL character, too long), a file is unreadable or corrupted, or the
+            trace holds no per-op events (the error names the run dir, or the Chrome trace file; control
+            characters of names escaped). Never an ``OSError``.
     """
-    from pathlib import Path
-
+    from hloscope.parsers._trace_dir import checked_path, lookup
     from hloscope.parsers._trace_error import TraceError
 
-    p = Path(path)
-    if p.name.endswith(_CHROME_SUFFIXES) and p.is_file():
+    p = checked_path(path)  # a path no system can look up (a NUL, too long): a TraceError naming it
+    if p.name.endswith(_CHROME_SUFFIXES) and lookup(p) == "file":  # lookup: permission denied is a TraceError
         if run is not None and run != p.parent.name:
             raise TraceError(p, f"run={run!r} was requested but this file is in {p.parent.name!r}; pass the log "
                                 "dir to choose among runs, or drop run=")

@@ -9,7 +9,8 @@ failure names its case and reproduces alone with::
 
 Oracle: ``analyze`` returns a ``Report`` or raises an ``HloscopeError`` whose message names the file; the
 in-process CLI (``hloscope.cli.main``, on every other case: it repeats the API's work) exits 0, 2 or 3, with one
-line on stderr on failure (file descriptor 2 included, where jaxlib logs) and no traceback. Each case is
+line on stderr on failure (file descriptor 2 included, where jaxlib logs), no control character in it (file, host
+and run names holding ANSI escape sequences are among the inputs) and no traceback. Each case is
 interrupted after 10 s (``SIGALRM``) and its tracemalloc peak must stay under ``MEM_MULTIPLE`` (16) x the bytes
 the readers must look at (inflated size for gzip, at most the cap) + 96 MiB. The gzip inflation cap is set to
 32 MiB (``HLOSCOPE_MAX_INFLATED_BYTES``) so that the bomb cases (64 MiB inflated) stay cheap. A few cases also
@@ -118,3 +119,17 @@ def test_cli_in_a_subprocess(tmp_path, what, kind):
     lines = proc.stderr.splitlines()
     assert len(lines) == 1 and "Traceback" not in proc.stderr, (what, proc.stderr[-2000:])
     assert str(path) in lines[0]
+
+
+def test_the_cli_oracle_refuses_control_characters(monkeypatch, tmp_path):
+    """``run_cli`` counts an error line holding a control character (an unescaped escape sequence of a hostile
+    file name) as ``CLI bad exit``."""
+    from hloscope import cli
+
+    def main(argv):
+        print("hloscope: /tmp/run\x1b[2J: bad", file=sys.stderr)
+        return 2
+
+    monkeypatch.setattr(cli, "main", main)
+    outcome, detail = fuzz.run_cli(tmp_path, 10.0)
+    assert outcome == "CLI bad exit" and "control characters" in detail

@@ -10,16 +10,19 @@ The skip-or-reject policy is in the docstring of ``hloscope/parsers/_chrome_trac
 
 from __future__ import annotations
 
+import errno
 import gzip
 import json
 import math
+import os
 import time
 import tracemalloc
 from pathlib import Path
 
 import pytest
 
-from hloscope.errors import ConfigError, HloscopeError
+from hloscope.errors import ConfigError, HloParseError, HloscopeError, UnreadablePathError
+from hloscope.parsers import parse_hlo
 from hloscope.parsers import _json_stream as js
 from hloscope.parsers._chrome_trace import read_chrome_events
 from hloscope.parsers._trace_dir import INFLATE_ENV, find_xplane_files, inflate_limit
@@ -436,17 +439,29 @@ def test_a_step_number_beyond_64_bits_is_na(tmp_path):
     assert read_trace(path).steps["step"].isna().all()
 
 
-@pytest.mark.xfail(strict=False, reason="hloscope/parsers/_xspace_steps._as_step (another change's file) calls int() "
-                                        "on any str.isdigit() string: '\u00b2' and 5000 digits raise ValueError")
-@pytest.mark.parametrize("value", ["\u00b2", "9" * 5000], ids=["superscript-two", "5000-digits"])
+@pytest.mark.parametrize("value", ["\u00b2", "\u0667", "1_000", " 7 x", "9" * 5000, "-" + "9" * 20, ""],
+                         ids=["superscript-two", "arabic-indic-seven", "underscore", "junk", "5000-digits",
+                              "below-int64", "empty"])
 def test_a_step_number_that_is_not_an_integer_string(tmp_path, value):
+    """A ``step_num`` stat whose text ``str.isdigit()`` may accept but ``int()`` refuses (or that is no int64):
+    read as no step number -- the file is analysed, its step column NA."""
     import hloscope
 
     path = _mutated_xplane(tmp_path, lambda space: _with_step_num(space, value))
-    try:
-        hloscope.analyze(path, chip="tpu-v5e")
-    except HloscopeError as e:
-        assert str(path) in str(e)
+    report = hloscope.analyze(path, chip="tpu-v5e")
+    assert len(report.ops)
+    assert read_trace(path).steps["step"].isna().all()
+
+
+@pytest.mark.parametrize("value, expected", [
+    (7, 7), ("7", 7), (" 7 ", 7), ("+7", 7), ("-3", -3), ((1 << 63) - 1, (1 << 63) - 1), (-(1 << 63), -(1 << 63)),
+    (1 << 63, None), (1 << 64, None), ("9" * 20, None), ("9" * 5000, None), ("\u00b2", None), ("\u0667", None),
+    ("1_000", None), ("7.0", None), ("", None), (7.0, None), (True, None), (None, None), (b"7", None), ([7], None),
+])
+def test_as_step(value, expected):
+    from hloscope.parsers._xspace_steps import _as_step
+
+    assert _as_step(value) == expected
 
 
 def test_field_number_zero_is_not_read_as_a_field(tmp_path):
@@ -493,3 +508,402 @@ def test_an_absurdly_long_path_is_a_trace_error(path, reader):
         reader(path)
     msg = str(e.value)
     assert "too long" in msg and len(msg) < 600 and isinstance(e.value, HloscopeError)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Module keys with program ids of thousands of digits (XLA Modules lines)
+
+
+def _tpu_xspace_with_module(name: str):
+    """A small TPU-shaped XSpace: one ``XLA Modules`` event named ``name`` holding two ``XLA Ops`` events."""
+    from hloscope.parsers import _xspace_schema as schema
+
+    xs = schema.XSpace(hostnames=["t1v"])
+    tpu = xs.planes.add(id=1, name="/device:TPU:0")
+    for mid, md_name in [(1, name), (2, "fusion.1"), (3, "copy.2")]:
+        tpu.event_metadata[mid].CopyFrom(schema.XEventMetadata(id=mid, name=md_name))
+    mods = tpu.lines.add(id=2, name="XLA Modules", timestamp_ns=1000)
+    mods.events.add(metadata_id=1, offset_ps=100, duration_ps=9_000_000)
+    ops = tpu.lines.add(id=3, name="XLA Ops", timestamp_ns=1000)
+    ops.events.add(metadata_id=2, offset_ps=200, duration_ps=1_000_000)
+    ops.events.add(metadata_id=3, offset_ps=2_000_000, duration_ps=500_000)
+    return xs
+
+
+@pytest.mark.parametrize("suffix", ["9" * 5000, "9" * 30, str(1 << 64), "-" + "9" * 19, "\u0667"],
+                         ids=["5000-digits", "30-digits", "2**64", "below-int64", "arabic-indic-digit"])
+def test_a_module_key_whose_id_is_no_64_bit_integer_keeps_its_name(tmp_path, suffix):
+    """``jit_f(<id>)`` on an ``XLA Modules`` line with an id no 64-bit program id can be: no ``int()`` of
+    thousands of digits (Python refuses more than 4300), no id wrapped modulo 2**64; the name is kept whole and
+    the program id is NA."""
+    from hloscope.parsers._xspace_events import read_xspace_events
+
+    name = f"jit_f({suffix})"
+    path = tmp_path / "t1v.xplane.pb"
+    path.write_bytes(_tpu_xspace_with_module(name).SerializeToString())
+    ev = read_xspace_events([path])
+    assert list(ev.module_runs["module"]) == [name]
+    assert ev.module_runs["program_id"].isna().all()
+    assert list(ev.ops["module"]) == [name, name] and ev.ops["program_id"].isna().all()
+
+
+def test_a_module_key_with_a_64_bit_id_is_split(tmp_path):
+    from hloscope.parsers._xspace_events import read_xspace_events
+
+    path = tmp_path / "t1v.xplane.pb"
+    path.write_bytes(_tpu_xspace_with_module(f"jit_f({(1 << 64) - 1})").SerializeToString())
+    ev = read_xspace_events([path])
+    assert list(ev.module_runs["module"]) == ["jit_f"] and list(ev.module_runs["program_id"]) == [(1 << 64) - 1]
+
+
+@pytest.mark.parametrize("name, expected", [
+    ("jit_f(6)", ("jit_f", 6)), ("jit_f", ("jit_f", None)), ("a(b)(3)", ("a(b)", 3)),
+    ("jit_f(-5)", ("jit_f", (1 << 64) - 5)),  # an int64 read off the wire: the same 64 bits, unsigned
+    (f"jit_f({(1 << 64) - 1})", ("jit_f", (1 << 64) - 1)), (f"jit_f(-{1 << 63})", ("jit_f", 1 << 63)),
+    (f"jit_f({1 << 64})", (f"jit_f({1 << 64})", None)),
+    (f"jit_f(-{(1 << 63) + 1})", (f"jit_f(-{(1 << 63) + 1})", None)),
+    ("jit_f(" + "9" * 21 + ")", ("jit_f(" + "9" * 21 + ")", None)),
+    ("jit_f(" + "9" * 5000 + ")", ("jit_f(" + "9" * 5000 + ")", None)),
+    ("jit_f(\u0667)", ("jit_f(\u0667)", None)), ("jit_f(\u00b2)", ("jit_f(\u00b2)", None)),
+    ("jit_f()", ("jit_f()", None)),
+])
+def test_module_key(name, expected):
+    from hloscope.parsers._xspace_ops import _module_key
+
+    assert _module_key(name) == expected
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Paths the system will not read: permission denied, broken symbolic links, directories named like files
+
+
+@pytest.fixture
+def chmod_works(tmp_path):
+    """Skip unless ``chmod 000`` stops this process reading a file: as root (``os.geteuid() == 0``, or any
+    process with ``CAP_DAC_OVERRIDE``) it does not."""
+    probe = tmp_path / "probe"
+    probe.write_bytes(b"x")
+    probe.chmod(0)
+    try:
+        probe.read_bytes()
+    except PermissionError:
+        return
+    finally:
+        probe.chmod(0o600)
+    pytest.skip(f"chmod 000 does not stop reads here (euid {os.geteuid()}: root, or CAP_DAC_OVERRIDE)")
+
+
+def _cli(*args: str) -> tuple[int, str]:
+    """``hloscope.cli.main(args)`` in-process: (exit status, stderr)."""
+    import contextlib
+    import io
+
+    from hloscope import cli
+
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        code = cli.main(list(args))
+    return code, err.getvalue()
+
+
+def _one_line_naming(text: str, path: Path) -> None:
+    assert len(text.splitlines()) == 1 and "Traceback" not in text and str(path) in text
+
+
+HLO = "HloModule m\nENTRY e {\n  ROOT p = f32[4] parameter(0)\n}\n"
+
+
+def test_an_unreadable_xplane_file(tmp_path, chmod_works):
+    import hloscope
+
+    path = tmp_path / "log" / "run0" / "localhost.xplane.pb"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(GPU_XPLANE.read_bytes())
+    path.chmod(0)
+    for given in (path, path.parent, tmp_path / "log"):
+        with pytest.raises(TraceError, match="Permission denied") as e:
+            hloscope.analyze(given, chip="tpu-v5e")
+        assert e.value.path == str(path) and str(e.value).startswith(str(path))
+    code, err = _cli("report", str(path), "--chip", "tpu-v5e")
+    assert code == 2
+    _one_line_naming(err, path)
+
+
+def test_an_unlistable_run_dir(tmp_path, chmod_works):
+    run = tmp_path / "log" / "plugins" / "profile" / "run0"
+    run.mkdir(parents=True)
+    (run / "localhost.xplane.pb").write_bytes(GPU_XPLANE.read_bytes())
+    run.chmod(0)
+    try:
+        with pytest.raises(TraceError, match=r"is a directory that cannot be listed \(Permission denied\)") as e:
+            read_trace(run)
+        assert e.value.path == str(run)
+        with pytest.raises(TraceError, match=r"skipped: run0 \(cannot be listed: Permission denied\)"):
+            read_trace(tmp_path / "log")
+        with pytest.raises(UnreadablePathError, match="Permission denied"):
+            parse_hlo(run)
+    finally:
+        run.chmod(0o700)
+
+
+def test_an_unreadable_hlo_file(tmp_path, chmod_works):
+    import hloscope
+
+    path = tmp_path / "m.hlo.txt"
+    path.write_text(HLO)
+    path.chmod(0)
+    for read in (lambda: parse_hlo(path), lambda: parse_hlo(str(path)),
+                 lambda: hloscope.analyze(path, chip="tpu-v5e")):
+        with pytest.raises(UnreadablePathError, match=r"cannot be read \(Permission denied\)") as e:
+            read()
+        assert e.value.path == str(path) and not isinstance(e.value, FileNotFoundError)
+    code, err = _cli("report", str(path), "--chip", "tpu-v5e")
+    assert code == 2
+    _one_line_naming(err, path)
+
+
+def test_an_unreadable_module_of_a_dump_dir(tmp_path, chmod_works):
+    import hloscope
+
+    module = tmp_path / "module_0001.jit_f.cpu_after_optimizations.txt"
+    module.write_text(HLO)
+    module.chmod(0)
+    with pytest.raises(UnreadablePathError, match="Permission denied") as e:
+        hloscope.analyze(tmp_path, chip="tpu-v5e")
+    assert e.value.path == str(module)
+    code, err = _cli("report", str(tmp_path), "--chip", "tpu-v5e")
+    assert code == 2
+    _one_line_naming(err, module)
+
+
+def test_permission_denied_is_located_without_chmod(tmp_path, monkeypatch):
+    """The same conversions with the refusal simulated, so that they are tested as root too."""
+    import hloscope
+
+    path = tmp_path / "m.hlo.txt"
+    path.write_text(HLO)
+
+    def refuse(self, *args, **kwargs):
+        raise PermissionError(13, "Permission denied", str(self))
+
+    monkeypatch.setattr(Path, "read_bytes", refuse)
+    for read in (lambda: parse_hlo(path), lambda: hloscope.analyze(path, chip="tpu-v5e")):
+        with pytest.raises(UnreadablePathError, match=r"m\.hlo\.txt: cannot be read \(Permission denied\)"):
+            read()
+    monkeypatch.setattr(Path, "iterdir", refuse)
+    monkeypatch.setattr(os, "scandir", lambda p: refuse(p))
+    with pytest.raises(TraceError, match=r"cannot be listed \(Permission denied\)"):
+        read_trace(tmp_path)
+    with pytest.raises(UnreadablePathError, match="Permission denied"):
+        parse_hlo(tmp_path)
+
+
+def test_a_broken_symlink(tmp_path):
+    """A symbolic link to nothing, as the path given or as the xplane file of a run: an HloscopeError that
+    says so; for HLO also a FileNotFoundError (the CLI exits 3, one line)."""
+    import hloscope
+
+    from hloscope.errors import MissingPathError
+
+    link = tmp_path / "localhost.xplane.pb"
+    link.symlink_to(tmp_path / "gone.xplane.pb")
+    for read in (read_trace, find_xplane_files, lambda p: hloscope.analyze(p, chip="tpu-v5e")):
+        with pytest.raises(TraceError, match="is a broken symbolic link") as e:
+            read(link)
+        assert e.value.path == str(link)
+    with pytest.raises(TraceError, match=r"skipped: localhost\.xplane\.pb \(a broken symbolic link\)"):
+        read_trace(tmp_path)
+    hlo = tmp_path / "m.hlo.txt"
+    hlo.symlink_to(tmp_path / "gone.hlo.txt")
+    for given in (hlo, str(hlo)):
+        with pytest.raises(MissingPathError, match="a broken symbolic link") as e:
+            parse_hlo(given)
+        assert isinstance(e.value, FileNotFoundError) and isinstance(e.value, HloscopeError)
+        assert e.value.errno == errno.ENOENT and e.value.path == str(hlo)
+    with pytest.raises(HloscopeError) as e:
+        hloscope.analyze(hlo, chip="tpu-v5e")
+    assert str(hlo) in str(e.value)
+    code, err = _cli("report", str(hlo), "--chip", "tpu-v5e")
+    assert code == 3
+    _one_line_naming(err, hlo)
+
+
+def test_a_directory_named_like_a_file(tmp_path):
+    import hloscope
+
+    run = tmp_path / "run0"
+    xplane = run / "x.xplane.pb"
+    xplane.mkdir(parents=True)
+    for read in (read_trace, find_xplane_files, lambda p: hloscope.analyze(p, chip="tpu-v5e")):
+        with pytest.raises(TraceError, match="is a directory, not a file") as e:
+            read(xplane)
+        assert e.value.path == str(xplane)
+    for read in (open_xspace, read_xspace):
+        with pytest.raises(TraceError, match="is a directory"):
+            read(xplane)
+    with pytest.raises(TraceError, match=r"skipped: x\.xplane\.pb \(a directory\)"):
+        read_trace(run)
+    chrome = tmp_path / "t.trace.json.gz"
+    chrome.mkdir()
+    with pytest.raises(TraceError, match="is a directory"):
+        read_chrome_events(chrome)
+    with pytest.raises(TraceError, match="is a directory, not a file"):
+        read_trace(chrome)
+    hlo = tmp_path / "m.hlo.txt"
+    hlo.mkdir()
+    with pytest.raises(UnreadablePathError, match="is a directory holding no post-optimization module") as e:
+        parse_hlo(hlo)
+    assert e.value.path == str(hlo)
+    code, err = _cli("report", str(xplane), "--chip", "tpu-v5e")
+    assert code == 2
+    _one_line_naming(err, xplane)
+
+
+def test_a_symlink_loop_named_like_an_xplane(tmp_path):
+    loop = tmp_path / "loop.xplane.pb"
+    loop.symlink_to(loop)
+    with pytest.raises(TraceError, match="cannot be looked up"):
+        read_trace(loop)
+    with pytest.raises(TraceError, match=r"skipped: loop\.xplane\.pb \(a loop of symbolic links\)"):
+        read_trace(tmp_path)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Control characters in paths and names: escaped in every message, never sent to the terminal
+
+HOSTILE_NAME = "run\x1b[2J\x1b]0;owned\x07\nline\r\t\x7f\x9b\u202e"
+
+
+def _clean(text: str) -> None:
+    """No control character (ESC, BEL, line breaks, DEL, C1, bidi override) in ``text``; the ESC shown escaped."""
+    assert text.isprintable(), repr(text)
+    assert "\\x1b[2J" in text and "\\n" in text
+
+
+def test_escaped():
+    from hloscope.errors import escaped
+
+    assert escaped("plain h\u00f6st \u00e9") == "plain h\u00f6st \u00e9"
+    assert escaped("a\x00b\x1b[31m\n\t\x7f\x9b\u2028\udcff") == "a\\x00b\\x1b[31m\\n\\t\\x7f\\x9b\\u2028\\udcff"
+    assert escaped(escaped(HOSTILE_NAME)) == escaped(HOSTILE_NAME)
+
+
+def test_trace_error_escapes_path_and_message():
+    import pickle
+
+    e = TraceError(f"/tmp/{HOSTILE_NAME}", f"has no run named {HOSTILE_NAME}")
+    _clean(str(e))
+    assert e.path == f"/tmp/{HOSTILE_NAME}"  # the attribute keeps the path as given
+    again = pickle.loads(pickle.dumps(e))
+    assert str(again) == str(e)
+
+
+def test_a_hostile_run_name_is_escaped(tmp_path):
+    import hloscope
+
+    prof = tmp_path / "log" / "plugins" / "profile"
+    (prof / HOSTILE_NAME).mkdir(parents=True)
+    for read in (read_trace, lambda p: hloscope.analyze(p, chip="tpu-v5e")):
+        with pytest.raises(TraceError) as e:
+            read(tmp_path / "log")
+        _clean(str(e.value))
+    run = prof / HOSTILE_NAME
+    with pytest.raises(TraceError) as e:
+        read_trace(run)
+    _clean(str(e.value))
+    # On the command line a path string holding a line break is read as HLO text (hloscope.analysis._is_path):
+    # a name without one, so that the CLI reads it as a profile dir.
+    run = run.rename(prof / HOSTILE_NAME.replace("\n", "").replace("\r", ""))
+    code, err = _cli("report", str(run), "--chip", "tpu-v5e")
+    assert code == 2 and len(err.splitlines()) == 1
+    err = err.rstrip("\n")
+    assert err.isprintable() and "\\x1b[2J" in err and str(tmp_path) in err
+
+
+def test_a_hostile_file_name_is_escaped(tmp_path):
+    """An xplane file, an HLO file, a broken link and a dump dir's module, each named with escape sequences."""
+    import hloscope
+
+    from hloscope.analysis import ModuleChoiceError
+
+    xplane = tmp_path / f"{HOSTILE_NAME}.xplane.pb"
+    xplane.write_bytes(b"not a profile")
+    with pytest.raises(TraceError) as e:
+        read_trace(xplane)
+    _clean(str(e.value))
+    hlo = tmp_path / f"{HOSTILE_NAME}.hlo.txt"
+    hlo.write_text("HloModule m\nENTRY e {\n  ROOT p = f32[4] nonsense(\n}\n")
+    for read in (lambda: parse_hlo(hlo), lambda: hloscope.analyze(hlo, chip="tpu-v5e")):
+        with pytest.raises(HloParseError) as e:
+            read()
+        _clean(str(e.value).splitlines()[0])
+    hlo.write_bytes(b"HloModule m\xff")
+    with pytest.raises(HloParseError, match="byte 11") as e:
+        parse_hlo(hlo)
+    _clean(str(e.value))
+    link = tmp_path / f"{HOSTILE_NAME}.txt"
+    link.symlink_to(tmp_path / HOSTILE_NAME)
+    with pytest.raises(HloscopeError) as e:
+        parse_hlo(link)
+    _clean(str(e.value).split("(a broken")[0])
+    dump = tmp_path / "dump"
+    dump.mkdir()
+    for i in (1, 2):
+        (dump / f"module_000{i}.{HOSTILE_NAME}.cpu_after_optimizations.txt").write_text(HLO)
+    with pytest.raises(ModuleChoiceError) as e:
+        hloscope.analyze(dump, chip="tpu-v5e", module="nope")
+    _clean(str(e.value))
+    assert e.value.message("--module").isprintable()
+
+
+def test_report_schema_error_escapes():
+    from hloscope.errors import ReportSchemaError
+
+    _clean(str(ReportSchemaError(f"/tmp/{HOSTILE_NAME}.json", "not a report")))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# parse_hlo(bytes); ModuleChoiceError from hloscope.errors
+
+
+def test_parse_hlo_reads_bytes_as_utf8_text():
+    import hloscope
+
+    for given in (HLO.encode(), bytearray(HLO.encode()), memoryview(HLO.encode())):
+        m = hloscope.parse_hlo(given)
+        assert (m.name, m.source, m.entry.root.name) == ("m", "<bytes>", "p")
+    # Non-ASCII text (a name in metadata) decodes as UTF-8.
+    text = HLO.replace("parameter(0)", 'parameter(0), metadata={op_name="h\u00f6st"}')
+    assert hloscope.parse_hlo(text.encode()).entry.root.name == "p"
+
+
+def test_parse_hlo_bytes_are_never_a_path(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "m.hlo.txt").write_text(HLO)
+    with pytest.raises(HloParseError, match="^<bytes>:1:1: "):
+        parse_hlo(b"m.hlo.txt")
+
+
+@pytest.mark.parametrize("data, offset", [
+    (HLO.encode()[:20] + b"\xff" + HLO.encode()[20:], 20),
+    (b"\x80", 0),
+    ("HloModule h\u00f6s".encode() + b"\xc3", 14),  # a sequence cut short at the end (\u00f6 is 2 bytes)
+    (HLO.encode()[:12] + b"\0" + HLO.encode()[12:], 12),
+    ("HloModule \u00e9\u00e9".encode() + b"\0", 14),  # the offset counts bytes, not characters
+], ids=["invalid-byte", "first-byte", "truncated-sequence", "nul", "nul-after-non-ascii"])
+def test_parse_hlo_bytes_that_are_not_text_name_the_byte(data, offset):
+    with pytest.raises(HloParseError) as e:
+        parse_hlo(data)
+    assert e.value.byte_offset == offset and e.value.source == "<bytes>"
+    assert str(e.value).startswith(f"<bytes>: byte {offset}: ")
+
+
+def test_module_choice_error_is_importable_from_errors():
+    import hloscope.analysis
+    import hloscope.errors
+    from hloscope.errors import ModuleChoiceError
+
+    assert ModuleChoiceError is hloscope.analysis.ModuleChoiceError is hloscope.errors.ModuleChoiceError
+    assert issubclass(ModuleChoiceError, HloscopeError)
+    with pytest.raises(AttributeError):
+        hloscope.errors.NoSuchError  # noqa: B018
