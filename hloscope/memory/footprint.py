@@ -173,8 +173,7 @@ def footprint(module: HloModule, chip: Any = None) -> MemoryFootprint:
         return fp
     comp, inst = liveness.sequence[t]
     fp.peak_computation, fp.peak_instruction = comp, inst
-    meta = _metadata(module, comp, inst)
-    fp.peak_op_name, fp.peak_source = meta
+    fp.peak_op_name, fp.peak_source = _metadata(module, comp, inst)
     live = sorted((b for b in buffers if b.start <= t <= b.end and b.size_bytes > 0),
                   key=lambda b: (-b.size_bytes, b.id))[:TOP_BUFFERS]
     for b in live:
@@ -192,7 +191,5 @@ def _metadata(module: HloModule, computation: str, instruction: str) -> tuple[st
         inst = comp.instruction_at(comp.index_of(instruction))
     except (KeyError, ValueError, IndexError):
         return "", ""
-    md = getattr(inst, "metadata", None)
-    if md is None:
-        return "", ""
-    return getattr(md, "op_name", "") or "", getattr(md, "source", "") or ""
+    md = inst.metadata
+    return (md.op_name, md.source) if md is not None else ("", "")

@@ -137,7 +137,6 @@ class _Walk:
         self.live_out: set[int] = set()
         self.entry_params: dict[int, Tree] = {}
         self.post_order: dict[tuple[str, str], int] = {}
-        self.dropped: set[int] = set()  # values made and then replaced by an operand's: no memory
 
     # -- values ------------------------------------------------------------------------------------
     def _value(self, shape: Shape | None, comp: str, inst: str, kind: str, table_len: int = 0) -> int:
@@ -228,7 +227,6 @@ class _Walk:
                 self.use(state, time)
                 return state
             if op == "conditional":
-                result = None
                 branches = called.get("branch_computations", ()) or \
                     called.get("true_computation", ()) + called.get("false_computation", ())
                 roots = [self.computation(module.computation(name), [ops[i + 1]] if i + 1 < len(ops) else [])
@@ -301,23 +299,24 @@ class _Walk:
                 return ops[0]
             return (self._value(None, cname, inst.name, "temp", len(ops)), tuple(ops[:len(inst.shape.tuple_shapes)]))
         if op.endswith("-start") or op == "send":
-            tree = self.new_tree(inst.shape, cname, inst.name, "temp")
-            if isinstance(tree, int) or not ops:
-                return tree
-            children = list(tree[1])
-            replaced = children[:]
-            if op == "copy-start" and len(children) > 1:
-                children[1] = ops[0]
-            elif isinstance(children[0], tuple) and len(children[0][1]) == len(ops) and len(ops) > 1:
-                children[0] = (children[0][0], tuple(ops))
-            elif isinstance(children[0], tuple) and len(children[0][1]) == 1 and len(ops) == 1:
-                children[0] = (children[0][0], (ops[0],))
-            elif isinstance(ops[0], int) and _same_array(self.shapes[ops[0]], inst.shape.tuple_shapes[0]):
-                children[0] = ops[0]
-            for old, new in zip(replaced, children):  # values made for the tuple and replaced by operands'
-                if old is not new:
-                    self.dropped.update(v for v in self.leaves(old) if v not in self.leaves(new))
-            return (tree[0], tuple(children))
+            shape = inst.shape
+            if not shape.is_tuple or not shape.tuple_shapes or not ops:
+                return self.new_tree(shape, cname, inst.name, "temp")
+            shapes = shape.tuple_shapes
+            table = self._value(None, cname, inst.name, "temp", len(shapes))
+            first = shapes[0]
+            # The elements that hold the operands (the input half of the async pair): no new memory.
+            held: dict[int, Tree] = {}
+            if op == "copy-start" and len(shapes) > 1:
+                held[1] = ops[0]
+            elif first.is_tuple and len(ops) > 1 and len(first.tuple_shapes) == len(ops):
+                held[0] = (self._value(None, cname, inst.name, "temp", len(ops)), tuple(ops))
+            elif first.is_tuple and len(first.tuple_shapes) == 1 and len(ops) == 1:
+                held[0] = (self._value(None, cname, inst.name, "temp", 1), (ops[0],))
+            elif isinstance(ops[0], int) and _same_array(self.shapes[ops[0]], first):
+                held[0] = ops[0]
+            return (table, tuple(held[k] if k in held else self.new_tree(s, cname, inst.name, "temp")
+                                 for k, s in enumerate(shapes)))
         if op in ("fusion", "custom-call"):
             pairs = _output_operand_pairs(inst, self.module)
             if not pairs:
@@ -500,8 +499,7 @@ def analyze_liveness(module: HloModule) -> Liveness:
                       tiled=_tiled(module))
     groups: dict[int, list[int]] = {}
     for v in range(len(walk.parent)):
-        if v not in walk.dropped:
-            groups.setdefault(walk.find(v), []).append(v)
+        groups.setdefault(walk.find(v), []).append(v)
     buffer_of: dict[int, int] = {}
     for rep, values in groups.items():
         bid = len(result.buffers)

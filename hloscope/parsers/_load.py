@@ -162,14 +162,6 @@ def read_text(path: Path) -> str:
     return text
 
 
-def _is_dir(path: Path, given: str | os.PathLike[str]) -> bool:
-    """``path.is_dir()``, with a path the system cannot look up (a name too long, ...) a ``FileNotFoundError``."""
-    try:
-        return path.is_dir()
-    except OSError as e:
-        raise FileNotFoundError(f"{_shown(path)}: no such file or directory ({e.strerror}){_hint(given)}") from None
-
-
 def _shown(path: Path) -> str:
     """A path as an error message shows it: its first 100 characters when longer than 200, a NUL as ``\\0``."""
     text = str(path)

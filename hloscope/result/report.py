@@ -98,6 +98,7 @@ class Report(ReportAssertions):
         ``compiled_for``."""
         from hloscope.roofline.chips import chip_to_dict
 
+        memory = [fp.to_dict() for fp in self.memory]  # first: it fills the modules' peak_bytes
         return {
             "schema": SCHEMA,
             "chip": chip_to_dict(self.chip),
@@ -106,7 +107,7 @@ class Report(ReportAssertions):
             "coverage": self.coverage,
             "notes": self.notes,
             "compiled_for": self.compiled_for,
-            "memory": [fp.to_dict() for fp in self.memory],
+            "memory": memory,
         }
 
     def to_json(self, indent: int | None = 1) -> str:

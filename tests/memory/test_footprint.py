@@ -120,6 +120,7 @@ def test_report_json_keeps_the_footprint(compiled_cpu, tmp_path, capsys):
     doc = json.loads(report.to_json())
     (mem,) = doc["memory"]
     assert mem["temp_bytes"] == compiled_cpu["mlp_grad"].memory_analysis().temp_size_in_bytes and mem["fits"]
+    assert doc["modules"][0]["peak_bytes"] == mem["total_bytes"]  # the modules table agrees with "memory"
     again = Report.from_dict(doc)
     assert again.memory[0].total_bytes == report.memory[0].total_bytes == again.peak_bytes
     assert again.modules["peak_bytes"].isna().all() or again.modules["peak_bytes"][0] == again.peak_bytes
