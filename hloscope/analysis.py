@@ -148,8 +148,13 @@ def analyze(source: Any, *args: Any, chip: str | ChipSpec | None = None, target:
 
 
 def _is_path(s: str) -> bool:
-    return "\n" not in s and len(s) < 4096 and (
-        os.path.exists(s) or s.endswith((".pb", ".txt", ".hlo", ".json", ".json.gz", "/")))
+    """Whether the string ``source`` of ``analyze`` is a path rather than HLO text: anything that names an entry
+    of the file system (even a name holding a newline), else one line ending like a file we read."""
+    if len(s) >= 4096:
+        return False
+    if os.path.lexists(s):  # (False for a NUL character)
+        return True
+    return "\n" not in s and s.endswith((".pb", ".txt", ".hlo", ".json", ".json.gz", "/"))
 
 
 def _resolve_chip(chip: str | ChipSpec | None, platform: str | None, device_kind: str | None = None,

@@ -111,8 +111,7 @@ def _one_line(err: BaseException) -> str:
 def _report(args: argparse.Namespace) -> int:
     from hloscope.analysis import analyze
 
-    if not os.path.exists(args.path):
-        raise FileNotFoundError(f"{args.path}: no such file or directory")
+    _require_path(args.path)
     report = _with_status(args.path, lambda: analyze(args.path, chip=args.chip, run=args.run, hlo=args.hlo,
                                                      module=args.module))
     if args.format == "json":
@@ -142,8 +141,7 @@ def _memory(args: argparse.Namespace) -> int:
 
     from hloscope.analysis import analyze
 
-    if not os.path.exists(args.path):
-        raise FileNotFoundError(f"{args.path}: no such file or directory")
+    _require_path(args.path)
     report = _with_status(args.path, lambda: analyze(args.path, chip=args.chip, run=args.run, module=args.module))
     footprints = report.memory
     if not footprints:
@@ -176,8 +174,7 @@ def _diff(args: argparse.Namespace) -> int:
     from hloscope.report.diff import diff_command_output, render_diff_table
 
     for path in (args.a, args.b):
-        if not os.path.exists(path):
-            raise FileNotFoundError(f"{path}: no such file or directory")
+        _require_path(path)
     rules = parse_rules(args.fail_on)  # bad rules fail before any analysis
     result = diff(args.a, args.b, chip=args.chip, rules=rules)
     if args.format == "table" and not args.output:
@@ -188,6 +185,15 @@ def _diff(args: argparse.Namespace) -> int:
     for line in broken:
         print(f"hloscope: fail-on: {line}", file=sys.stderr)
     return EXIT_INTERNAL if broken else EXIT_OK
+
+
+def _require_path(path: str) -> None:
+    """Exit 3 before any work when ``path`` names nothing (a ``MissingPathError``: the message shows the path's
+    control characters escaped, so a name holding a newline or an escape sequence prints as one inert line)."""
+    if not os.path.lexists(path):
+        from hloscope.errors import MissingPathError
+
+        raise MissingPathError(path, "no such file or directory")
 
 
 def _with_status(path: str, work):

@@ -811,13 +811,15 @@ def test_a_hostile_run_name_is_escaped(tmp_path):
     with pytest.raises(TraceError) as e:
         read_trace(run)
     _clean(str(e.value))
-    # On the command line a path string holding a line break is read as HLO text (hloscope.analysis._is_path):
-    # a name without one, so that the CLI reads it as a profile dir.
-    run = run.rename(prof / HOSTILE_NAME.replace("\n", "").replace("\r", ""))
+    # The command line reads a path holding a line break as the path it names (not as HLO text), and a path
+    # that names nothing exits 3 with the name escaped.
     code, err = _cli("report", str(run), "--chip", "tpu-v5e")
     assert code == 2 and len(err.splitlines()) == 1
     err = err.rstrip("\n")
     assert err.isprintable() and "\\x1b[2J" in err and str(tmp_path) in err
+    code, err = _cli("report", str(prof / f"missing{HOSTILE_NAME}"), "--chip", "tpu-v5e")
+    assert code == 3 and len(err.splitlines()) == 1 and "no such file" in err
+    assert err.rstrip("\n").isprintable() and "\\x1b[2J" in err
 
 
 def test_a_hostile_file_name_is_escaped(tmp_path):
