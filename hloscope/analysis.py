@@ -199,9 +199,13 @@ def _static(modules: list[HloModule], chip: ChipSpec) -> Report:
     from hloscope.result import Report
     from hloscope.roofline.tables import modules_frame, ops_frame
 
+    from hloscope.steps.columns import add_overlap_columns
+
     costs = [module_cost(m) for m in modules]
     ops = ops_frame(costs, chip)
-    return Report(ops, modules_frame(costs, ops, chip), chip, {"static": True}, hlo_modules=list(modules))
+    table = modules_frame(costs, ops, chip)
+    add_overlap_columns(ops, table, modules)
+    return Report(ops, table, chip, {"static": True}, hlo_modules=list(modules))
 
 
 def _dump_dir(path: Path, module: str | None, chip: ChipSpec) -> Report:
@@ -270,6 +274,8 @@ def _traced(path: Path, run: str | None, chip: str | ChipSpec | None, hlo_files:
     from hloscope.result import Report
     from hloscope.roofline.join import measured_times, named_modules, trace_coverage
     from hloscope.roofline.tables import modules_frame, ops_frame
+    from hloscope.steps.breakdown import step_breakdown
+    from hloscope.steps.columns import add_overlap_columns
 
     events = read_trace(path, run)
     notes = list(events.notes)
@@ -309,8 +315,12 @@ def _traced(path: Path, run: str | None, chip: str | ChipSpec | None, hlo_files:
         by_rules = sum(measured.per_op[k][0] for k in lines.line_costed if k in measured.per_op)
         coverage["line_costed_time_fraction"] = by_rules / total if total else 0.0
     notes.extend(_chip_fit(ops, spec, coverage, lambda c: ops_frame(costs, c, measured.per_op, measured.busy_s)))
-    return Report(ops, modules_frame(costs, ops, spec, measured.busy_s), spec, coverage, notes,
-                  hlo_modules=hlo_modules)
+    table = modules_frame(costs, ops, spec, measured.busy_s)
+    breakdown = step_breakdown(events, ops, measured.runs)
+    add_overlap_columns(ops, table, hlo_modules, breakdown)
+    notes.extend(breakdown.notes)
+    return Report(ops, table, spec, coverage, notes, hlo_modules=hlo_modules, steps=breakdown.steps,
+                  gaps=breakdown.gaps)
 
 
 def _chip_fit(ops, spec: ChipSpec, coverage: dict, score_on) -> list[str]:

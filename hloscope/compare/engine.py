@@ -65,7 +65,8 @@ OP_FIELDS = ("roofline_s", "measured_s", "flops", "hbm_bytes", "wire_bytes", "ex
 #: ``cost_coverage`` (the share of the module's ops whose cost is known), which the verdict checks whatever the
 #: rules (``hloscope.compare.verdict``: a cost that became unknown is a failure, never an improvement).
 MODULE_FIELDS = ("roofline_s", "measured_s", "flops", "transcendentals", "hbm_bytes", "wire_bytes",
-                 "compute_s", "memory_s", "comm_s", "mfu", "cost_coverage", "peak_bytes")
+                 "compute_s", "memory_s", "comm_s", "mfu", "cost_coverage", "peak_bytes", "exposed_comm_s",
+                 "exposed_comm_roofline_s")
 #: Bound classes from best to worst: ``op.bound`` compares these ranks.
 BOUND_RANK = {"compute": 0, "memory": 1, "communication": 2}
 

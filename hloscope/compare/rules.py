@@ -48,7 +48,8 @@ DEFAULT_TOLERANCE = 0.05
 
 #: Module totals a rule may name (columns of the report's modules table).
 MODULE_METRICS = ("roofline_s", "measured_s", "flops", "transcendentals", "hbm_bytes", "wire_bytes",
-                  "compute_s", "memory_s", "comm_s", "mfu", "peak_bytes")
+                  "compute_s", "memory_s", "comm_s", "mfu", "peak_bytes", "exposed_comm_s",
+                  "exposed_comm_roofline_s")
 #: Per collective kind: the wire bytes and the number of ops of that kind.
 COLLECTIVE_METRICS = ("wire_bytes", "count")
 #: Per significant op of A (columns of the report's ops table, and ``bound`` ranked 0 compute, 1 memory,

@@ -41,7 +41,8 @@ _LABELS = {"roofline_s": "roofline time", "measured_s": "measured time", "flops"
            "transcendentals": "transcendentals", "hbm_bytes": "HBM bytes", "wire_bytes": "wire bytes",
            "compute_s": "compute time", "memory_s": "memory time", "comm_s": "comm time", "mfu": "MFU",
            "count": "ops", "executions": "executions", "bound": "bound", "new": "wire bytes",
-           "cost_coverage": "cost coverage", "peak_bytes": "peak device memory"}
+           "cost_coverage": "cost coverage", "peak_bytes": "peak device memory",
+           "exposed_comm_s": "exposed communication", "exposed_comm_roofline_s": "exposed communication at the roof"}
 
 
 def _unit(name: str) -> str:

@@ -168,6 +168,61 @@ def _chart(report: Report) -> str:
     return "".join(parts)
 
 
+#: The stacked bar of a step, bottom to top: (steps-table column, legend, color). They add up to the mean wall
+#: time over devices (``hloscope.steps.summary.across_devices``).
+STEP_PARTS = [("compute_s", "compute-bound", BOUND_COLORS["compute"]),
+              ("memory_s", "memory-bound", BOUND_COLORS["memory"]),
+              ("exposed_comm_s", "exposed communication", BOUND_COLORS["communication"]),
+              ("other_s", "other (unknown bound, control)", OTHER_COLOR), ("idle_s", "idle", "#d6d6d6")]
+STEPS_HEIGHT = 260
+
+
+def _steps_chart(report: Report) -> str:
+    """Each step as a stacked bar (``STEP_PARTS``), one per step in time order, hovering gives the numbers."""
+    from hloscope.steps.summary import across_devices
+
+    if report.steps is None or not len(report.steps):
+        return ""
+    per = across_devices(report.steps)
+    plot_w, plot_h = WIDTH - MARGIN_LEFT - MARGIN_RIGHT, STEPS_HEIGHT - MARGIN_TOP - MARGIN_BOTTOM
+    total = per[[c for c, _, _ in STEP_PARTS]].sum(axis=1)
+    top = float(total.max()) or 1.0
+    slot = plot_w / len(per)
+    bar = max(min(slot * 0.8, 60.0), 1.0)
+    parts = [f'<svg id=steps xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {STEPS_HEIGHT}" '
+             f'width="{WIDTH}" height="{STEPS_HEIGHT}" role="img" aria-label="time per step">']
+    for frac in (0.0, 0.5, 1.0):
+        y = MARGIN_TOP + plot_h * (1 - frac)
+        parts.append(f'<line class=grid x1="{MARGIN_LEFT}" x2="{MARGIN_LEFT + plot_w}" y1="{y:.1f}" y2="{y:.1f}"/>'
+                     f'<text class=tick x="{MARGIN_LEFT - 6}" y="{y + 4:.1f}" text-anchor="end">'
+                     f'{escape(duration(top * frac))}</text>')
+    for k, r in enumerate(per.to_dict(orient="records")):
+        x = MARGIN_LEFT + k * slot + (slot - bar) / 2
+        y = MARGIN_TOP + plot_h
+        label = f"step {r['step']}" + (f" {r['module']}" if r["module"] else "") + (" (first)" if r["first"] else "")
+        tip = "\n".join([f"{label}: wall {duration(r['wall_s'])} (longest device)"] + [
+            f"{name}: {duration(r[c])}" for c, name, _ in STEP_PARTS] + [
+            f"communication hidden under other work: {duration(r['overlapped_comm_s'])}",
+            f"roofline: {duration(r['roofline_s'])}"])
+        for col, _, color in STEP_PARTS:
+            h = max(float(r[col]), 0.0) / top * plot_h
+            if h <= 0:
+                continue
+            y -= h
+            parts.append(f'<rect class=seg x="{x:.1f}" y="{y:.1f}" width="{bar:.1f}" height="{h:.2f}" '
+                         f'fill="{color}" data-tip="{escape(tip, quote=True)}"/>')
+        if len(per) <= 40 or k % max(len(per) // 20, 1) == 0:
+            parts.append(f'<text class=tick x="{x + bar / 2:.1f}" y="{MARGIN_TOP + plot_h + 14}" '
+                         f'text-anchor="middle">{escape(str(r["step"]))}</text>')
+    for i, (_, name, color) in enumerate(STEP_PARTS):
+        y = MARGIN_TOP + 14 * i
+        parts.append(f'<rect x="{MARGIN_LEFT + plot_w + 12}" y="{y}" width="10" height="10" fill="{color}"/>'
+                     f'<text class=tick x="{MARGIN_LEFT + plot_w + 26}" y="{y + 9}">{escape(name)}</text>')
+    parts.append(f'<text class=axis x="{MARGIN_LEFT + plot_w / 2}" y="{STEPS_HEIGHT - 12}" text-anchor="middle">'
+                 "step (mean over devices)</text></svg>")
+    return "".join(parts)
+
+
 def _cell(value, fmt: str) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return '<td data-v="">-</td>'
@@ -219,7 +274,7 @@ table{border-collapse:collapse;font-size:12px}td,th{border:1px solid #ddd;paddin
 td.n{text-align:right;font-variant-numeric:tabular-nums}th{background:#f4f4f4;cursor:pointer;position:sticky;top:0}
 .grid{stroke:#eee}.tick{font-size:11px;fill:#555}.axis{font-size:12px;fill:#333}.roof{stroke:#111;stroke-width:2}
 .rooflabel{font-size:11px;fill:#111}circle.op{fill-opacity:.55;stroke:#222;stroke-width:.6}
-circle.op:hover{fill-opacity:.95;stroke-width:2}.note{color:#666}
+circle.op:hover{fill-opacity:.95;stroke-width:2}rect.seg:hover{stroke:#222}.note{color:#666}
 #tip{position:fixed;display:none;background:#fff;border:1px solid #999;padding:6px 8px;font-size:12px;
 white-space:pre;pointer-events:none;box-shadow:0 2px 6px rgba(0,0,0,.2)}
 """
@@ -229,7 +284,7 @@ _SCRIPT = """
 window.onerror=function(m){document.title='hloscope-error: '+m;};
 (function(){
 var tip=document.getElementById('tip');
-document.querySelectorAll('circle.op').forEach(function(c){
+document.querySelectorAll('circle.op,rect.seg').forEach(function(c){
  c.addEventListener('mousemove',function(e){tip.textContent=c.getAttribute('data-tip');tip.style.display='block';
   tip.style.left=(e.clientX+14)+'px';tip.style.top=(e.clientY+14)+'px';});
  c.addEventListener('mouseleave',function(){tip.style.display='none';});});
@@ -261,7 +316,8 @@ def render_html(report: Report, *, title: str | None = None, top: int | None = N
         intensity, one flat compute roof per dtype of the chip's peak table and the HBM slope, one point per
         op with FLOPs (at its intensity and FLOPs / time: measured time when traced, roofline time when
         static), area proportional to that time, colored by bound class, hovering names the op, its op_name
-        and source line -- then the per-module summary, coverage and notes, and the sortable op table.
+        and source line -- then the per-module summary, for a trace with steps each step as a stacked bar
+        (compute, memory, exposed communication, other, idle), coverage and notes, and the sortable op table.
     """
     chip = report.chip
     title = title or f"hloscope - {chip.id}"
@@ -277,6 +333,7 @@ def render_html(report: Report, *, title: str | None = None, top: int | None = N
         + "</p>",
         _chart(report), "<div id=tip></div>",
         "<h2>Modules (per step / run)</h2>", _modules(report),
+        *(["<h2>Steps</h2>", _steps_chart(report)] if report.steps is not None and len(report.steps) else []),
         f"<p class=note>{escape(coverage)}</p>" if coverage else "",
         f"<ul class=note>{notes}</ul>" if notes else "",
         "<h2>Ops</h2><p class=note>Click a column header to sort.</p>", _ops_table(report.ops, top),

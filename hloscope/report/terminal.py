@@ -103,6 +103,8 @@ def render(report: Report, top: int = 25, file: IO[str] | None = None, width: in
         console.print(literal(f"joined {cov.get('joined_time_fraction', 0):.1%} of measured op time to HLO "
                            f"instructions ({cov.get('steps')} steps, {cov.get('devices')} devices, "
                            f"{cov.get('unjoined_ops', 0)} ops not in the HLO)"))
+    if report.steps is not None and len(report.steps):
+        _render_steps(console, report)
     several = len(report.modules) > 1
     ops = Table(title=literal(f"top {top} ops by {'measured' if traced else 'roofline'} time"))
     columns = (["module"] if several else []) + ["instruction", "category", "op_name", "FLOPs", "bytes", "wire",
@@ -130,6 +132,68 @@ def render(report: Report, top: int = 25, file: IO[str] | None = None, width: in
             table.add_row(literal(r["instruction"]), literal(r["category"]), literal(r["bound"]),
                           _time(r["measured_s"]), _time(r["roofline_s"]), _time(r["lost_s"]), f"{r['efficiency']:.1%}")
         console.print(table)
+
+
+def _render_steps(console: Any, report: Report) -> None:
+    """The per-step table (across devices: ``hloscope.steps.summary``), the step summary line, the collectives
+    with the most exposed time and the longest idle gaps."""
+    from rich.table import Table
+
+    from hloscope.steps.summary import across_devices, step_summary
+
+    per = across_devices(report.steps)
+    table = Table(title=literal(f"steps ({per['devices'].max()} device(s); parts of the wall time are means over "
+                                "devices: compute + memory + exposed comm + other + idle = wall)"))
+    for col in ("step", "wall", "busy", "compute", "memory", "exposed comm", "other", "idle", "comm hidden",
+                "roofline", "roof/wall", "slowest device", "straggler gap"):
+        table.add_column(col, justify="left" if col in ("step", "slowest device") else "right", overflow="fold")
+    shown = per if len(per) <= 40 else per.iloc[list(range(20)) + list(range(len(per) - 10, len(per)))]
+    for r in shown.to_dict(orient="records"):
+        hidden, frac = r["comm_hidden_fraction"], r["roofline_fraction"]
+        table.add_row(
+            literal(f"{r['step']}" + (f" {r['module']}" if r["module"] else "") + (" (first)" if r["first"] else "")),
+            _time(r["wall_s"]), _time(r["busy_s"]), _time(r["compute_s"]), _time(r["memory_s"]),
+            literal(_time(r["exposed_comm_s"]), "magenta" if r["exposed_comm_s"] > 0 else ""),
+            _time(r["other_s"]), _time(r["idle_s"]), "-" if hidden != hidden else f"{hidden:.0%}",
+            _time(r["roofline_s"]), "-" if frac != frac else f"{frac:.1%}",
+            literal(r["slowest_device"] if r["devices"] > 1 else ""),
+            _time(r["straggler_gap_s"]) if r["devices"] > 1 else "")
+    console.print(table)
+    if len(shown) < len(per):
+        console.print(literal(f"({len(per) - len(shown)} steps not shown; all are in --format json)", "dim"))
+    s = step_summary(report.steps)
+    line = f"step time: median {_time(s['median_wall_s'])}" + (" (first step left out)" if s["median_excludes_first"]
+                                                                  else "")
+    line += f", worst {_time(s['worst_wall_s'])} (step {s['worst_step']})"
+    if s["first_step"] is not None:
+        line += f", first {_time(s['first_wall_s'])}"
+    line += f"; median idle {_time(s['median_idle_s'])}, exposed comm {_time(s['median_exposed_comm_s'])}"
+    if s["comm_hidden_fraction"] == s["comm_hidden_fraction"]:
+        line += f" ({s['comm_hidden_fraction']:.0%} of communication hidden)"
+    console.print(literal(line))
+    exposed = report.ops[report.ops["exposed_comm_s"] > 0].sort_values("exposed_comm_s", ascending=False).head(5)
+    if len(exposed):
+        t = Table(title="collectives with the most exposed time (per step and device)")
+        for col in ("instruction", "comm kind", "measured", "exposed", "overlapped", "overlap window (roofline)"):
+            t.add_column(col, justify="left" if col in ("instruction", "comm kind") else "right")
+        for r in exposed.to_dict(orient="records"):
+            t.add_row(literal(r["instruction"]), literal(r["comm_kind"]), _time(r["measured_s"]),
+                      _time(r["exposed_comm_s"]), _time(r["overlapped_comm_s"]), _time(r["overlap_window_s"]))
+        console.print(t)
+    if report.gaps is not None and len(report.gaps):
+        t = Table(title="longest idle gaps")
+        for col in ("step", "device", "at", "gap", "after op", "before op"):
+            t.add_column(col, justify="right" if col in ("at", "gap") else "left", overflow="fold")
+        for r in report.gaps.head(5).to_dict(orient="records"):
+            t.add_row(literal(r["step"]), literal(_device(r)), _time(r["start_s"]), _time(r["duration_s"]),
+                      literal(r["before"] or "(step start)"), literal(r["after"] or "(step end)"))
+        console.print(t)
+
+
+def _device(r: dict[str, Any]) -> str:
+    from hloscope.steps.summary import device_label
+
+    return device_label(r["host"], r["device"], int(r["device_id"]), with_host=True)
 
 
 def render_chips(chips: list[ChipSpec], file: IO[str] | None = None, width: int | None = None) -> None:

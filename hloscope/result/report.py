@@ -70,6 +70,8 @@ class Report(ReportAssertions):
     compile_s: float = 0.0
     analysis_s: float = 0.0
     hlo_modules: list[Any] = field(default_factory=list, repr=False, compare=False)
+    steps: pd.DataFrame | None = field(default=None, repr=False, compare=False)
+    gaps: pd.DataFrame | None = field(default=None, repr=False, compare=False)
     _memory: list[Any] | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -108,6 +110,8 @@ class Report(ReportAssertions):
             "notes": self.notes,
             "compiled_for": self.compiled_for,
             "memory": memory,
+            "steps": _records(self.steps) if self.steps is not None else [],
+            "gaps": _records(self.gaps) if self.gaps is not None else [],
         }
 
     def to_json(self, indent: int | None = 1) -> str:
@@ -161,8 +165,35 @@ class Report(ReportAssertions):
             memory = [MemoryFootprint.from_dict(m) for m in data.get("memory") or ()]
         except (KeyError, TypeError, AttributeError) as err:
             raise ReportSchemaError(source, f"bad \"memory\" entry: {err}") from None
+        steps, gaps = _step_frames(data, source)
         return cls(frame, modules, chip_from_dict(data["chip"]), dict(data.get("coverage") or {}),
-                   list(data.get("notes") or []), dict(data.get("compiled_for") or {}), _memory=memory or None)
+                   list(data.get("notes") or []), dict(data.get("compiled_for") or {}), steps=steps, gaps=gaps,
+                   _memory=memory or None)
+
+
+def _step_frames(data: dict[str, Any], source: str) -> tuple[pd.DataFrame | None, pd.DataFrame | None]:
+    """The steps and gaps tables of a report document (None when it has none: a static report, an older
+    writer)."""
+    import pandas as pd
+
+    from hloscope.steps.breakdown import GAP_COLUMNS, STEP_COLUMNS
+
+    steps, gaps = data.get("steps") or [], data.get("gaps") or []
+    if not isinstance(steps, list) or not isinstance(gaps, list) or not all(
+            isinstance(r, dict) for r in steps + gaps):
+        raise ReportSchemaError(source, "\"steps\" and \"gaps\" must be lists of objects")
+    if not steps:
+        return None, None
+    frame = pd.DataFrame(steps, columns=STEP_COLUMNS)
+    text = ("host", "device", "module", "source", "first", "by_category_s")
+    num = [c for c in STEP_COLUMNS if c not in text]
+    frame[num] = frame[num].apply(pd.to_numeric, errors="coerce")
+    frame["by_category_s"] = [v if isinstance(v, dict) else {} for v in frame["by_category_s"]]
+    frame["first"] = frame["first"].fillna(False).astype(bool)
+    g = pd.DataFrame(gaps, columns=GAP_COLUMNS)
+    gnum = ["step", "device_id", "start_s", "duration_s"]
+    g[gnum] = g[gnum].apply(pd.to_numeric, errors="coerce")
+    return frame, g
 
 
 def _renamed(row: Any, renames: tuple[dict[str, str], ...]) -> Any:

@@ -24,14 +24,16 @@ OP_COLUMNS = [
     "flops", "transcendentals", "hbm_bytes", "hbm_read_bytes", "hbm_write_bytes", "wire_bytes", "comm_kind",
     "group_size", "dtype", "intensity", "critical_intensity", "compute_s", "memory_s", "comm_s", "roofline_s",
     "bound", "measured_s", "occurrences", "step_fraction", "efficiency", "achieved_flops_per_s",
-    "achieved_bytes_per_s", "lost_s", "caveats", "result_shape",
+    "achieved_bytes_per_s", "lost_s", "overlap_window_s", "exposed_comm_s", "overlapped_comm_s", "caveats",
+    "result_shape",
 ]
 
 #: The modules table's columns, in order.
 MODULE_COLUMNS = [
     "name", "flops", "transcendentals", "hbm_bytes", "wire_bytes", "compute_s", "memory_s", "comm_s",
     "roofline_s", "measured_s", "mfu", "cost_coverage", "dtype", "compute_bound_s", "memory_bound_s",
-    "communication_bound_s", "caveats", "peak_bytes",
+    "communication_bound_s", "caveats", "peak_bytes", "exposed_comm_roofline_s", "exposed_comm_s",
+    "comm_hidden_fraction",
 ]
 
 _COLLECTIVE = frozenset(
@@ -199,6 +201,8 @@ def modules_frame(costs: list[ModuleCost], ops: pd.DataFrame, chip: ChipSpec,
             "memory_bound_s": float(by_bound.get("memory", 0.0)),
             "communication_bound_s": float(by_bound.get("communication", 0.0)),
             "caveats": ",".join(sorted(flags)), "peak_bytes": math.nan,  # filled by Report.memory
+            # filled by hloscope.steps.columns.add_overlap_columns:
+            "exposed_comm_roofline_s": math.nan, "exposed_comm_s": math.nan, "comm_hidden_fraction": math.nan,
         })
     return pd.DataFrame(rows, columns=MODULE_COLUMNS)
 

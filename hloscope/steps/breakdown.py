@@ -1,0 +1,313 @@
+"""Where each step went, per device: busy and idle time, busy time by bound class, exposed communication, gaps.
+
+:func:`step_breakdown` takes the trace's op events and the scored ops table (no re-parsing, no re-scoring) and
+measures, on each device, the union of its op intervals over every step window (``hloscope.steps.windows``).
+The op classes come from the ops table: an event is *communication* when its op is a collective (category
+``collective``, or any op with a ``comm_kind``: async wrappers of collectives, ``send``/``recv``), or, unjoined,
+when its name is a collective opcode or an NCCL/RCCL kernel; it is a *container* when its op is control flow
+(``while``, ``conditional``, ``call``) or another op event of the same stream nests inside it (``self_ps`` below
+``duration_ps``: the thunk of a ``while`` around its body's thunks); every other event is a *leaf* of the bound
+class of its op (compute, memory; ``unknown`` for unjoined ops or unknown costs).
+
+With ``U(X)`` the union of the intervals of the events in ``X``, measured inside the window:
+
+==========================  ==========================================================================
+column                      definition
+==========================  ==========================================================================
+``wall_s``                  the window's length
+``busy_s``                  ``|U(all events)|``
+``idle_s``                  ``wall_s - busy_s``: nothing ran (input pipeline, host work, launch gaps)
+``compute_s``               ``|U(compute-bound leaves)|``
+``memory_s``                ``|U(compute- or memory-bound leaves)| - compute_s``
+``exposed_comm_s``          ``|U(comm) ∪ U(non-comm leaves)| - |U(non-comm leaves)|``: communication during
+                            which the device did no other work
+``other_s``                 ``busy_s - compute_s - memory_s - exposed_comm_s``: leaves of unknown bound, and
+                            container time with nothing inside it running
+``comm_s``                  ``|U(comm)|``; ``overlapped_comm_s = comm_s - exposed_comm_s`` (hidden under
+                            other work); ``comm_hidden_fraction = overlapped_comm_s / comm_s``
+==========================  ==========================================================================
+
+so that ``compute_s + memory_s + exposed_comm_s + other_s + idle_s = wall_s``: the stacked bar of a step. The
+priority (compute over memory over unknown) only decides which class gets time when ops of several classes run at
+once on one device. Per collective *event*, ``overlapped`` is the part of its interval covered by
+``U(non-comm leaves)`` and ``exposed`` the rest (``op_overlap``, the ops table's ``exposed_comm_s`` and
+``overlapped_comm_s``); two collectives running at once each count their own exposure there, once in the union.
+
+This is the temporal breakdown of HTA (``TemporalBreakdown``: idle/compute/non-compute) and XProf's overview
+page, with the comm/compute overlap of HTA's ``CommCompOverlap`` measured per collective instead of per rank; the
+book's Part 1 ("How to Scale Your Model", "overlap communication with compute") is the reason to measure it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Mapping
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
+
+    from hloscope.parsers.events import TraceEvents
+
+#: The steps table's columns, in order (docs/report.md, "Steps").
+STEP_COLUMNS = [
+    "step", "host", "device", "device_id", "module", "source", "first", "start_s", "wall_s", "busy_s", "idle_s",
+    "compute_s", "memory_s", "exposed_comm_s", "other_s", "comm_s", "overlapped_comm_s", "comm_hidden_fraction",
+    "roofline_s", "roofline_fraction", "finish_s", "longest_gap_s", "events", "by_category_s",
+]
+#: The gaps table's columns (the longest idle gaps of the trace, longest first).
+GAP_COLUMNS = ["step", "host", "device", "device_id", "start_s", "duration_s", "before", "after"]
+#: Gaps kept in the gaps table.
+TOP_GAPS = 20
+
+#: An unjoined event whose instruction (or kernel) name says it is communication.
+_COMM_NAME = re.compile(
+    r"^(all-reduce|all-gather|reduce-scatter|all-to-all|ragged-all-to-all|collective-permute|collective-broadcast"
+    r"|send|recv)(?![a-z])|nccl|rccl", re.IGNORECASE)
+_SEND_RECV = frozenset({"send", "recv", "send-done", "recv-done"})
+_COMPUTE, _MEMORY, _UNKNOWN = 0, 1, 2
+
+
+@dataclass
+class StepBreakdown:
+    """What :func:`step_breakdown` measured.
+
+    Attributes:
+        steps: one row per (step, device), ``STEP_COLUMNS`` (seconds; ``start_s`` from the trace's first op).
+        gaps: the ``TOP_GAPS`` longest idle gaps, ``GAP_COLUMNS``, named by the ops before and after them.
+        op_overlap: (module, instruction) of each collective that ran -> (exposed seconds, overlapped seconds)
+            per module run and device (the unit of the ops table's ``measured_s``).
+        notes: how the windows were found, in words.
+    """
+
+    steps: pd.DataFrame
+    gaps: pd.DataFrame
+    op_overlap: dict[tuple[str, str], tuple[float, float]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+def step_breakdown(events: TraceEvents, ops: pd.DataFrame, runs: Mapping[str, float]) -> StepBreakdown:
+    """Measure every step of every device (see the module docstring for each column's definition).
+
+    Args:
+        events: the trace's ``TraceEvents``, ``ops`` with unknown modules named (``roofline.join.named_modules``).
+        ops: the scored ops table (``roofline.tables.OP_COLUMNS``) of the same trace.
+        runs: module -> executions over all devices (``roofline.join.Measured.runs``): the divisor that makes
+            ``op_overlap`` per module run and device.
+
+    Returns:
+        ``StepBreakdown``.
+    """
+    import numpy as np
+    import pandas as pd
+
+    from hloscope.steps.intervals import covered, union
+    from hloscope.steps.windows import step_windows
+
+    ev = events.ops
+    start = ev["start_ps"].to_numpy(np.int64)
+    end = start + ev["duration_ps"].to_numpy(np.int64)
+    nested = ev["self_ps"].to_numpy(np.int64) < ev["duration_ps"].to_numpy(np.int64)
+    pair, names = _op_pairs(ev)
+    info = _op_info(ops, names)
+    is_comm = info["comm"][pair]
+    is_container = (info["container"][pair] | nested) & ~is_comm
+    bound = info["bound"][pair]
+    roof = info["roofline_per_event_s"][pair]
+    category = info["category"][pair]
+    leaf = ~is_comm & ~is_container
+
+    groups = ev.groupby(["host", "device", "device_id"], observed=True, sort=True).indices
+    devices = pd.DataFrame(
+        [(h, d, i, int(start[ix].min()), int(end[ix].max())) for (h, d, i), ix in groups.items()],
+        columns=["host", "device", "device_id", "first_ps", "last_ps"])
+    windows, notes = step_windows(events, devices)
+    origin = int(min(devices["first_ps"].min(), windows["start_ps"].min())) if len(devices) else 0
+
+    rows: list[dict] = []
+    gap_rows: list[tuple] = []
+    exposed_ps = np.zeros(len(ev), np.int64)
+    overlapped_ps = np.zeros(len(ev), np.int64)
+    for (host, device, device_id), ix in groups.items():
+        w = windows[(windows["host"] == host) & (windows["device"] == device) & (windows["device_id"] == device_id)]
+        lo = w["start_ps"].to_numpy(np.int64)
+        hi = w["end_ps"].to_numpy(np.int64)
+        s, e = start[ix], end[ix]
+        u_all = union(s, e)
+        c, lf = is_comm[ix], leaf[ix]
+        u_leaf = union(s[lf], e[lf])
+        u_comm = union(s[c], e[c])
+        u_comm_leaf = union(s[c | lf], e[c | lf])
+        cmp = lf & (bound[ix] == _COMPUTE)
+        cm = lf & (bound[ix] <= _MEMORY)
+        busy = covered(*u_all, lo, hi)
+        n_leaf = covered(*u_leaf, lo, hi)
+        comm = covered(*u_comm, lo, hi)
+        exposed = covered(*u_comm_leaf, lo, hi) - n_leaf
+        compute = covered(*union(s[cmp], e[cmp]), lo, hi)
+        memory = covered(*union(s[cm], e[cm]), lo, hi) - compute
+        if c.any():  # each collective event: the part of it other work covers
+            ci = ix[c]
+            over = covered(*u_leaf, s[c], e[c])
+            overlapped_ps[ci] = over
+            exposed_ps[ci] = (e[c] - s[c]) - over
+        # Events of a window: those starting in it (windows of one device are in time order).
+        wi = np.searchsorted(lo, s, side="right") - 1
+        inside = (wi >= 0) & (s < hi[np.maximum(wi, 0)])
+        wi_in = wi[inside]
+        n_win = len(lo)
+        roof_w = np.bincount(wi_in, weights=np.nan_to_num(roof[ix][inside]), minlength=n_win)
+        unknown_roof = np.bincount(wi_in, weights=np.isnan(roof[ix][inside]), minlength=n_win)
+        n_events = np.bincount(wi_in, minlength=n_win)
+        finish = np.full(n_win, np.iinfo(np.int64).min)
+        np.maximum.at(finish, wi_in, np.minimum(e[inside], hi[wi_in]))
+        self_ps = ev["self_ps"].to_numpy(np.int64)[ix][inside]
+        by_cat = pd.Series(self_ps).groupby([wi_in, category[ix][inside]]).sum()
+        longest, top = _gaps(u_all, lo, hi, s, e, ix)
+        for k, row in enumerate(w.itertuples(index=False)):
+            wall = int(hi[k] - lo[k])
+            cats = by_cat.get(k) if n_events[k] else None
+            rows.append({
+                "step": int(row.step), "host": str(host), "device": str(device), "device_id": int(device_id),
+                "module": row.module, "source": row.source, "first": False,
+                "start_s": (int(lo[k]) - origin) / 1e12, "wall_s": wall / 1e12, "busy_s": busy[k] / 1e12,
+                "idle_s": (wall - busy[k]) / 1e12, "compute_s": compute[k] / 1e12, "memory_s": memory[k] / 1e12,
+                "exposed_comm_s": exposed[k] / 1e12,
+                "other_s": (busy[k] - compute[k] - memory[k] - exposed[k]) / 1e12, "comm_s": comm[k] / 1e12,
+                "overlapped_comm_s": (comm[k] - exposed[k]) / 1e12,
+                "comm_hidden_fraction": (comm[k] - exposed[k]) / comm[k] if comm[k] else float("nan"),
+                "roofline_s": float(roof_w[k]) if not unknown_roof[k] or roof_w[k] else float("nan"),
+                "roofline_fraction": float("nan"), "events": int(n_events[k]),
+                "finish_s": (int(finish[k]) - int(lo[k])) / 1e12 if n_events[k] else float("nan"),
+                "longest_gap_s": longest[k] / 1e12,
+                "by_category_s": {str(cat): v / 1e12 for cat, v in cats.items()} if cats is not None else {},
+            })
+        gap_rows.extend((int(w["step"].iloc[k]), str(host), str(device), int(device_id), (g0 - origin) / 1e12,
+                         (g1 - g0) / 1e12, before, after) for k, g0, g1, before, after in top)
+    steps = pd.DataFrame(rows, columns=STEP_COLUMNS)
+    if len(steps):
+        steps["roofline_fraction"] = steps["roofline_s"] / steps["wall_s"].where(steps["wall_s"] > 0)
+        first_step = steps.groupby(["host", "device", "device_id"], sort=False)["start_s"].transform("min")
+        steps["first"] = (steps["start_s"] == first_step) & (steps["source"] != "trace")
+        steps = steps.sort_values(["start_s", "host", "device_id"], kind="stable").reset_index(drop=True)
+    gaps = pd.DataFrame(gap_rows, columns=GAP_COLUMNS).sort_values("duration_s", ascending=False, kind="stable")
+    gaps = gaps.head(TOP_GAPS).reset_index(drop=True)
+    gaps = gaps.assign(before=gaps["before"].map(lambda j: _event_label(ev, j)),
+                       after=gaps["after"].map(lambda j: _event_label(ev, j)))
+    return StepBreakdown(steps, gaps, _per_op(ev, pair, names, is_comm, exposed_ps, overlapped_ps, runs), notes)
+
+
+def _op_pairs(ev: pd.DataFrame) -> tuple[np.ndarray, list[tuple[str, str]]]:
+    """Each event's index into the distinct (module, instruction) pairs of the events, and those pairs."""
+    import numpy as np
+
+    mod = ev["module"].astype("category")
+    ins = ev["instruction"].astype("category")
+    m_codes = mod.cat.codes.to_numpy(np.int64)
+    i_codes = ins.cat.codes.to_numpy(np.int64)
+    key = m_codes * (len(ins.cat.categories) + 1) + i_codes
+    uniq, inv = np.unique(key, return_inverse=True)
+    m_cat, i_cat = list(mod.cat.categories), list(ins.cat.categories)
+    n = len(ins.cat.categories) + 1
+    names = [(str(m_cat[k // n]) if k // n >= 0 else "", str(i_cat[k % n]) if k % n < len(i_cat) else "")
+             for k in uniq.tolist()]
+    return inv.reshape(-1), names
+
+
+def _op_info(ops: pd.DataFrame, names: list[tuple[str, str]]) -> dict[str, np.ndarray]:
+    """Per distinct (module, instruction): communication?, container?, bound code, roofline seconds of one
+    event (the op's ``roofline_s`` over its ``occurrences``: both per module run and device), category."""
+    import numpy as np
+
+    by_key = {(m, i): r for m, i, r in zip(ops["module"], ops["instruction"],
+                                         ops[["category", "opcode", "comm_kind", "bound", "roofline_s",
+                                              "occurrences"]].itertuples(index=False))}
+    n = len(names)
+    comm = np.zeros(n, bool)
+    container = np.zeros(n, bool)
+    bound = np.full(n, _UNKNOWN, np.int8)
+    roof = np.full(n, np.nan)
+    category = np.empty(n, object)
+    for k, (m, i) in enumerate(names):
+        r = by_key.get((m, i))
+        if r is None or r.category == "unjoined":
+            comm[k] = bool(_COMM_NAME.search(i))
+            category[k] = "collective" if comm[k] else "unjoined"
+            continue
+        comm[k] = r.category == "collective" or bool(r.comm_kind) or r.opcode in _SEND_RECV
+        container[k] = r.category == "control" and not comm[k]
+        bound[k] = {"compute": _COMPUTE, "memory": _MEMORY}.get(r.bound, _UNKNOWN)
+        if r.occurrences and r.occurrences > 0:
+            roof[k] = r.roofline_s / r.occurrences
+        category[k] = "collective" if comm[k] else r.category
+    return {"comm": comm, "container": container, "bound": bound, "roofline_per_event_s": roof,
+            "category": category}
+
+
+def _gaps(u_all: tuple[np.ndarray, np.ndarray], lo: np.ndarray, hi: np.ndarray, s: np.ndarray, e: np.ndarray,
+          ix: np.ndarray) -> tuple[np.ndarray, list[tuple[int, int, int, int, int]]]:
+    """Per window its longest idle gap (ps), and the device's ``TOP_GAPS`` longest gaps as ``(window, start,
+    end, event before, event after)`` (row numbers of the events table, -1 for none).
+
+    The gaps of the busy union are ``(-inf, us[0]), (ue[0], us[1]), ..., (ue[-1], +inf)``; a window's idle
+    pieces are the one holding its start (clipped to ``[lo, hi)``) and every gap starting inside it (clipped
+    at ``hi``).
+    """
+    import numpy as np
+
+    us, ue = u_all
+    far = np.iinfo(np.int64).max
+    gs = np.concatenate(([-far], ue))
+    ge = np.concatenate((us, [far]))
+    q = np.searchsorted(ue, lo, side="right")  # the gap lo falls in, when it falls in one
+    lead = lo < ge[q]
+    p0, p1 = lo[lead], np.minimum(ge[q[lead]], hi[lead])
+    inner_s, inner_e = gs[1:], ge[1:]
+    wi = np.searchsorted(lo, inner_s, side="right") - 1
+    wc = np.maximum(wi, 0)
+    ok = (wi >= 0) & (inner_s > lo[wc]) & (inner_s < hi[wc]) if len(lo) else np.zeros(len(inner_s), bool)
+    win = np.concatenate((np.flatnonzero(lead), wi[ok])).astype(np.int64)
+    g0 = np.concatenate((p0, inner_s[ok]))
+    g1 = np.concatenate((p1, np.minimum(inner_e[ok], hi[wi[ok]])))
+    keep = g1 > g0
+    win, g0, g1 = win[keep], g0[keep], g1[keep]
+    longest = np.zeros(len(lo), np.int64)
+    np.maximum.at(longest, win, g1 - g0)
+    pick = np.argsort(-(g1 - g0), kind="stable")[:TOP_GAPS]
+    by_end = np.argsort(e, kind="stable")
+    by_start = np.argsort(s, kind="stable")
+    top = []
+    for p in pick.tolist():
+        a = np.searchsorted(e[by_end], g0[p], side="right") - 1
+        b = np.searchsorted(s[by_start], g1[p], side="left")
+        before = int(ix[by_end[a]]) if a >= 0 else -1
+        after = int(ix[by_start[b]]) if b < len(s) else -1
+        top.append((int(win[p]), int(g0[p]), int(g1[p]), before, after))
+    return longest, top
+
+
+def _event_label(ev: pd.DataFrame, j: int) -> str:
+    """``instruction`` (``module``) of event row ``j``; ``""`` for none."""
+    if j < 0:
+        return ""
+    inst = str(ev["instruction"].iat[j]) or str(ev["name"].iat[j])
+    return f"{inst} ({ev['module'].iat[j]})"
+
+
+def _per_op(ev: pd.DataFrame, pair: np.ndarray, names: list[tuple[str, str]], is_comm: np.ndarray,
+            exposed_ps: np.ndarray, overlapped_ps: np.ndarray, runs: Mapping[str, float]
+            ) -> dict[tuple[str, str], tuple[float, float]]:
+    """(module, instruction) of each collective -> (exposed, overlapped) seconds per module run and device."""
+    import numpy as np
+
+    n = len(names)
+    exp = np.bincount(pair[is_comm], weights=exposed_ps[is_comm], minlength=n)
+    ovl = np.bincount(pair[is_comm], weights=overlapped_ps[is_comm], minlength=n)
+    seen = np.bincount(pair[is_comm], minlength=n) > 0
+    out = {}
+    for k in np.flatnonzero(seen).tolist():
+        m, i = names[k]
+        r = runs.get(m) or 1.0
+        out[(m, i)] = (float(exp[k]) / 1e12 / r, float(ovl[k]) / 1e12 / r)
+    return out

@@ -1,0 +1,119 @@
+"""Which collectives *can* overlap, from the schedule alone: the roofline work XLA placed between each async
+collective's ``-start`` and its ``-done`` (:func:`async_overlap`).
+
+A post-optimization module is scheduled: its instructions are printed in the order they run. An async
+collective (``all-reduce-start``/``-done``, ``all-gather-start``/``-done``, ``collective-permute-start``/``-done``,
+``async-start``/``-update``/``-done`` wrapping a collective, ``send``/``send-done``, ``recv``/``recv-done``) is in
+flight from its start to its done, and only the work scheduled between them can hide it (XLA's latency-hiding
+scheduler places that work there; "How to Scale Your Model", Part 1, on overlapping communication with compute).
+A synchronous collective (``all-reduce``) hides nothing.
+
+For an async pair that runs ``n`` times per module run, with ``R_comm`` its roofline time (per module run, the
+ops table's ``roofline_s`` of the start) and ``W`` the roofline time of the non-communication work between start
+and done (per module run: the ops between, and everything the ``while``/``call``/``conditional`` between call,
+transitively)::
+
+    overlap_window_s   = W
+    exposed (roofline) = max(R_comm - W, 0)          -- a synchronous collective: R_comm
+
+and the module's ``exposed_comm_roofline_s`` is the sum over its collectives: a lower bound on the
+communication the device waits for, were every op at its roof (more work between start and done cannot hide
+more than itself).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Iterable
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from hloscope.hlo import HloComputation, HloModule
+
+_CONTROL = frozenset({"while", "call", "conditional"})
+
+
+def async_overlap(modules: Iterable[HloModule], ops: pd.DataFrame
+                  ) -> tuple[dict[tuple[str, str], float], dict[str, float]]:
+    """The overlap window of every async collective and each module's exposed communication at the roof.
+
+    Args:
+        modules: the scheduled modules behind ``ops``.
+        ops: the scored ops table (``roofline.tables.OP_COLUMNS``; ``roofline_s`` per module run).
+
+    Returns:
+        ``(windows, exposed)``: (module, start instruction) -> ``overlap_window_s`` (seconds per module run) for
+        each async collective whose done was found; module -> ``exposed_comm_roofline_s`` (seconds per module run;
+        NaN when a collective's roofline time is unknown). Modules without collectives map to 0.
+    """
+    import math
+
+    windows: dict[tuple[str, str], float] = {}
+    exposed: dict[str, float] = {}
+    for module in modules:
+        mine = ops[ops["module"] == module.name]
+        is_comm = (mine["category"] == "collective") | (mine["comm_kind"].astype(str) != "")
+        roof = dict(zip(mine["instruction"], mine["roofline_s"]))
+        comm = set(mine.loc[is_comm, "instruction"])
+        work = dict(zip(mine.loc[~is_comm, "instruction"], mine.loc[~is_comm, "roofline_s"].fillna(0.0)))
+        by_comp = mine.loc[~is_comm].groupby("computation")["roofline_s"].sum().to_dict()
+        pending = set(comm)
+        total = 0.0
+        for comp in module.computations:
+            names = comp.names
+            if pending.isdisjoint(names):
+                continue
+            for start, w in _pairs(module, comp, comm, work, by_comp):
+                windows[(module.name, start)] = w
+                r = roof.get(start, math.nan)
+                total += max(r - w, 0.0) if r == r else math.nan
+                pending.discard(start)
+        for name in pending:  # synchronous collectives, and starts whose done was not found: fully exposed
+            if not name.endswith(("-done",)):
+                total += roof.get(name, math.nan)
+        exposed[module.name] = total
+    return windows, exposed
+
+
+def _pairs(module: HloModule, comp: HloComputation, comm: set[str], work: dict[str, float],
+           by_comp: dict[str, float]) -> list[tuple[str, float]]:
+    """``(start, W)`` of every async collective of ``comp`` whose done follows it in the schedule."""
+    names, opcodes = comp.names, comp.opcodes
+    out = []
+    for i, (name, op) in enumerate(zip(names, opcodes)):
+        if name not in comm or not (op.endswith("-start") or op in ("send", "recv")):
+            continue
+        chain = {name}
+        between = 0.0
+        for j in range(i + 1, len(names)):
+            op_j = opcodes[j]
+            operands = comp.operands_at(j)
+            if operands and operands[0] in chain and (op_j.endswith(("-done", "-update"))):
+                if op_j.endswith("-update"):
+                    chain.add(names[j])
+                    continue
+                out.append((name, between))
+                break
+            if names[j] in comm:
+                continue
+            between += work.get(names[j], 0.0)
+            if op_j in _CONTROL:
+                between += _called_work(module, comp.instruction_at(j), by_comp, set())
+    return out
+
+
+def _called_work(module: HloModule, inst, by_comp: dict[str, float], seen: set[str]) -> float:
+    """Roofline seconds (per module run) of the non-communication ops of every computation ``inst`` calls,
+    transitively through control flow (fusions are one row of the ops table each: nothing to add)."""
+    total = 0.0
+    for called in inst.called_computations.values():
+        for cname in called:
+            if cname in seen:
+                continue
+            seen.add(cname)
+            total += by_comp.get(cname, 0.0)
+            comp = module.computation(cname)
+            for j, op in enumerate(comp.opcodes):
+                if op in _CONTROL:
+                    total += _called_work(module, comp.instruction_at(j), by_comp, seen)
+    return total
