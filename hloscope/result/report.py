@@ -59,6 +59,12 @@ class Report(ReportAssertions):
 
     ``memory`` (a property) is each module's per-device memory footprint (``hloscope.memory``), computed on
     first use; in the JSON as ``"memory"``.
+
+    For a trace, ``steps`` is one row per (step, device) (``hloscope.steps.breakdown.STEP_COLUMNS``: wall, busy
+    and idle seconds, busy time split into compute, memory, exposed communication and other, communication hidden
+    under other work, roofline time of the step) and ``gaps`` the longest idle gaps
+    (``hloscope.steps.breakdown.GAP_COLUMNS``); both None for a static report. In the JSON as ``"steps"`` and
+    ``"gaps"``. ``step_summary()`` and ``steps_across_devices()`` read them (``hloscope.steps.summary``).
     """
 
     ops: pd.DataFrame
@@ -94,6 +100,21 @@ class Report(ReportAssertions):
         if by_name and len(self.modules):
             self.modules["peak_bytes"] = [by_name.get(n, v) for n, v in
                                           zip(self.modules["name"], self.modules["peak_bytes"])]
+
+    def steps_across_devices(self) -> pd.DataFrame | None:
+        """One row per step: its wall time (the longest device's), the mean over devices of the parts of it, the
+        slowest device and the straggler gap (``hloscope.steps.summary.across_devices``); None without steps."""
+        from hloscope.steps.summary import across_devices
+
+        return across_devices(self.steps) if self.steps is not None and len(self.steps) else None
+
+    def step_summary(self) -> dict[str, Any]:
+        """Median and worst step time, the first step, median idle and exposed communication, the share of
+        communication hidden, the worst straggler (``hloscope.steps.summary.step_summary``); ``{"steps": 0}``
+        without steps."""
+        from hloscope.steps.summary import step_summary
+
+        return step_summary(self.steps) if self.steps is not None and len(self.steps) else {"steps": 0}
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON document: ``schema``, ``chip``, ``modules``, ``ops``, ``coverage``, ``notes``,

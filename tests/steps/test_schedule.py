@@ -1,0 +1,97 @@
+"""The overlap window of async collectives from the schedule (hloscope.steps.schedule), worked by hand from the
+printed order of the instructions."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import hloscope
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "hlo"
+
+
+def _roof(report, name):
+    return float(report.ops.loc[report.ops["instruction"] == name, "roofline_s"].iloc[0])
+
+
+def test_deviceless_tpu_collective_permute_window():
+    """libtpu's schedule of fixtures/hlo/tpu-v5e_collectives.hlo.txt puts, between collective-permute-start and
+    -done: get-tuple-elements and a bitcast (no work), three synchronous collectives (all-to-all.14,
+    reduce_scatter.7, psum_invariant.7: communication, not work that hides it) and copy_bitcast_fusion -- the only
+    work, so the window is that fusion's roofline time."""
+    r = hloscope.analyze(FIXTURES / "tpu-v5e_collectives.hlo.txt", chip="tpu-v5e")
+    start = r.ops[r.ops["instruction"] == "collective-permute-start"].iloc[0]
+    window = _roof(r, "copy_bitcast_fusion")
+    assert start["overlap_window_s"] == pytest.approx(window)
+    assert r.ops.loc[r.ops["instruction"] != "collective-permute-start", "overlap_window_s"].isna().all()
+    # Exposed at the roof: the permute beyond its window, plus every synchronous collective in full.
+    sync = sum(_roof(r, n) for n in ("all_to_all.14", "reduce_scatter.7", "psum_invariant.7", "all-gather.4"))
+    want = max(start["roofline_s"] - window, 0.0) + sync
+    assert r.modules["exposed_comm_roofline_s"].iloc[0] == pytest.approx(want)
+
+
+_WHILE_BETWEEN = """HloModule overlap_while
+
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+
+body {
+  p = (s32[], f32[256,256]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  x = f32[256,256] get-tuple-element(p), index=1
+  d = f32[256,256] dot(x, x), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  one = s32[] constant(1)
+  j = s32[] add(i, one)
+  ROOT t = (s32[], f32[256,256]) tuple(j, d)
+}
+
+cond {
+  p = (s32[], f32[256,256]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  n = s32[] constant(4)
+  ROOT lt = pred[] compare(i, n), direction=LT
+}
+
+ENTRY main {
+  g = f32[4096,1024] parameter(0)
+  x = f32[256,256] parameter(1)
+  ars = f32[4096,1024] all-reduce-start(g), replica_groups={{0,1,2,3}}, to_apply=add
+  zero = s32[] constant(0)
+  t0 = (s32[], f32[256,256]) tuple(zero, x)
+  w = (s32[], f32[256,256]) while(t0), condition=cond, body=body, backend_config={"known_trip_count":{"n":"4"}}
+  ard = f32[4096,1024] all-reduce-done(ars)
+  y = f32[256,256] get-tuple-element(w), index=1
+  ar2 = f32[4096,1024] all-reduce(ard), replica_groups={{0,1,2,3}}, to_apply=add
+  ROOT out = (f32[4096,1024], f32[256,256]) tuple(ar2, y)
+}
+"""
+
+
+def test_work_inside_a_while_between_start_and_done_counts():
+    """The while between all-reduce-start and -done runs its body 4 times: the window is the roofline time of
+    everything the while runs (the body's dot and add, 4 times each; the condition's compare 5 times), which the
+    ops table holds as totals per module run; the synchronous all-reduce after the done hides nothing."""
+    r = hloscope.analyze(_WHILE_BETWEEN, chip="h100")
+    body_and_cond = r.ops[r.ops["computation"].isin(["body", "cond"])]
+    assert (body_and_cond["instruction"] == "d").any()
+    window = float(body_and_cond["roofline_s"].sum())
+    assert float(body_and_cond.loc[body_and_cond["instruction"] == "d", "executions"].iloc[0]) == 4
+    ars = r.ops[r.ops["instruction"] == "ars"].iloc[0]
+    assert ars["overlap_window_s"] == pytest.approx(window)
+    want = max(ars["roofline_s"] - window, 0.0) + _roof(r, "ar2")
+    assert r.modules["exposed_comm_roofline_s"].iloc[0] == pytest.approx(want)
+    # 2 x 4096 x 1024 x 4 bytes on the wire at the roof takes far longer than four 256^3 dots: mostly exposed.
+    assert want > 0.5 * (ars["roofline_s"] + _roof(r, "ar2"))
+
+
+def test_no_collectives_exposes_nothing():
+    r = hloscope.analyze(FIXTURES / "cpu_mlp_1dev.hlo.txt", chip="h100")
+    assert not (r.ops["category"] == "collective").any()
+    assert (r.modules["exposed_comm_roofline_s"] == 0).all()
+    assert r.ops["overlap_window_s"].isna().all()
+    assert r.modules["exposed_comm_s"].isna().all()  # measured: no trace
