@@ -276,6 +276,7 @@ def _traced(path: Path, run: str | None, chip: str | ChipSpec | None, hlo_files:
     from hloscope.roofline.tables import modules_frame, ops_frame
     from hloscope.steps.breakdown import step_breakdown
     from hloscope.steps.columns import add_overlap_columns
+    from hloscope.steps.schedule import async_done_pairs
 
     events = read_trace(path, run)
     notes = list(events.notes)
@@ -316,7 +317,7 @@ def _traced(path: Path, run: str | None, chip: str | ChipSpec | None, hlo_files:
         coverage["line_costed_time_fraction"] = by_rules / total if total else 0.0
     notes.extend(_chip_fit(ops, spec, coverage, lambda c: ops_frame(costs, c, measured.per_op, measured.busy_s)))
     table = modules_frame(costs, ops, spec, measured.busy_s)
-    breakdown = step_breakdown(events, ops, measured.runs)
+    breakdown = step_breakdown(events, ops, measured.runs, async_done_pairs(hlo_modules) if hlo_modules else None)
     add_overlap_columns(ops, table, hlo_modules, breakdown)
     notes.extend(breakdown.notes)
     return Report(ops, table, spec, coverage, notes, hlo_modules=hlo_modules, steps=breakdown.steps,

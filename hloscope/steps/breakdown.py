@@ -33,6 +33,12 @@ once on one device. Per collective *event*, ``overlapped`` is the part of its in
 ``U(non-comm leaves)`` and ``exposed`` the rest (``op_overlap``, the ops table's ``exposed_comm_s`` and
 ``overlapped_comm_s``); two collectives running at once each count their own exposure there, once in the union.
 
+An async collective's ``*-start`` and ``*-done`` events on one device (a TPU's ``XLA Ops`` line shows both: the
+start issues the transfer, the done waits for it) are one *flight*, from the start's begin to the done's end:
+the start event is stretched over it and the done absorbed, so that the work scheduled between them counts as
+hiding it and the done's wait as exposed. Where the trace shows the transfer itself (GPU NCCL kernels on their
+own stream, joined to the ``*-start``), there is no done event on the device and the kernel's interval is used.
+
 This is the temporal breakdown of HTA (``TemporalBreakdown``: idle/compute/non-compute) and XProf's overview
 page, with the comm/compute overlap of HTA's ``CommCompOverlap`` measured per collective instead of per rank; the
 book's Part 1 ("How to Scale Your Model", "overlap communication with compute") is the reason to measure it.
@@ -87,7 +93,8 @@ class StepBreakdown:
     notes: list[str] = field(default_factory=list)
 
 
-def step_breakdown(events: TraceEvents, ops: pd.DataFrame, runs: Mapping[str, float]) -> StepBreakdown:
+def step_breakdown(events: TraceEvents, ops: pd.DataFrame, runs: Mapping[str, float],
+                   async_pairs: Mapping[tuple[str, str], str] | None = None) -> StepBreakdown:
     """Measure every step of every device (see the module docstring for each column's definition).
 
     Args:
@@ -95,6 +102,10 @@ def step_breakdown(events: TraceEvents, ops: pd.DataFrame, runs: Mapping[str, fl
         ops: the scored ops table (``roofline.tables.OP_COLUMNS``) of the same trace.
         runs: module -> executions over all devices (``roofline.join.Measured.runs``): the divisor that makes
             ``op_overlap`` per module run and device.
+        async_pairs: (module, ``*-done`` instruction) -> its ``*-start`` (``schedule.async_done_pairs``); for a
+            TPU Chrome trace, read from each done's HLO line when not given. A collective's start and done events
+            on one device are one flight: from the start event's begin to the done event's end, attributed to
+            the start (see the module docstring).
 
     Returns:
         ``StepBreakdown``.
@@ -117,6 +128,10 @@ def step_breakdown(events: TraceEvents, ops: pd.DataFrame, runs: Mapping[str, fl
     roof = info["roofline_per_event_s"][pair]
     category = info["category"][pair]
     leaf = ~is_comm & ~is_container
+    if async_pairs is None and "hlo_text" in ev.columns:
+        async_pairs = _pairs_from_lines(ev)
+    end, absorbed = _async_flights(ev, start, end, pair, names, is_comm, async_pairs or {})
+    is_comm &= ~absorbed
 
     groups = ev.groupby(["host", "device", "device_id"], observed=True, sort=True).indices
     devices = pd.DataFrame(
@@ -134,7 +149,7 @@ def step_breakdown(events: TraceEvents, ops: pd.DataFrame, runs: Mapping[str, fl
         lo = w["start_ps"].to_numpy(np.int64)
         hi = w["end_ps"].to_numpy(np.int64)
         s, e = start[ix], end[ix]
-        u_all = union(s, e)
+        u_all = union(s, e)  # (an absorbed done lies inside its flight: no need to drop it here)
         c, lf = is_comm[ix], leaf[ix]
         u_leaf = union(s[lf], e[lf])
         u_comm = union(s[c], e[c])
@@ -196,6 +211,66 @@ def step_breakdown(events: TraceEvents, ops: pd.DataFrame, runs: Mapping[str, fl
     gaps = gaps.assign(before=gaps["before"].map(lambda j: _event_label(ev, j)),
                        after=gaps["after"].map(lambda j: _event_label(ev, j)))
     return StepBreakdown(steps, gaps, _per_op(ev, pair, names, is_comm, exposed_ps, overlapped_ps, runs), notes)
+
+
+#: A done's operand in its HLO line: the first ``%name`` after ``-done(`` (its type, a tuple, comes first).
+_DONE_OPERAND = re.compile(r"-done\([^%]*%([A-Za-z0-9_.\-]+)")
+
+
+def _pairs_from_lines(ev: pd.DataFrame) -> dict[tuple[str, str], str]:
+    """(module, done) -> start from the HLO lines of a TPU Chrome trace (``%x-done = ... x-done(<type> %x-start)``)."""
+    pairs = {}
+    done = ev["instruction"].astype(str).str.contains("-done", regex=False)
+    for m, inst, text in ev.loc[done, ["module", "instruction", "hlo_text"]].drop_duplicates(
+            ["module", "instruction"]).itertuples(index=False):
+        found = _DONE_OPERAND.search(str(text))
+        if found:
+            pairs[(str(m), str(inst))] = found.group(1)
+    return pairs
+
+
+def _async_flights(ev: pd.DataFrame, start: np.ndarray, end: np.ndarray, pair: np.ndarray,
+                   names: list[tuple[str, str]], is_comm: np.ndarray, async_pairs: Mapping[tuple[str, str], str]
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """Join each collective done event to the latest start event of its start instruction on the same device
+    (and stream group): the start's interval is stretched to the done's end, the done marked absorbed.
+
+    Returns:
+        ``(end, absorbed)``: the new end of every event, and which done events now lie inside a flight.
+    """
+    import numpy as np
+
+    end = end.copy()
+    absorbed = np.zeros(len(end), bool)
+    index = {n: k for k, n in enumerate(names)}
+    wanted = {}
+    for k, (m, inst) in enumerate(names):
+        st = async_pairs.get((m, inst))
+        if st is not None and is_comm[k] and (m, st) in index:
+            wanted[k] = index[(m, st)]
+    if not wanted:
+        return end, absorbed
+    device = ev.groupby(["host", "device", "device_id"], observed=True, sort=False).ngroup().to_numpy()
+    for done_k, start_k in wanted.items():
+        d_rows = np.flatnonzero(pair == done_k)
+        s_rows = np.flatnonzero(pair == start_k)
+        for dev in np.unique(device[d_rows]):
+            dr = d_rows[device[d_rows] == dev]
+            sr = s_rows[device[s_rows] == dev]
+            if not len(sr):
+                continue
+            sr = sr[np.argsort(start[sr], kind="stable")]
+            j = np.searchsorted(start[sr], start[dr], side="right") - 1  # the latest start before each done
+            ok = j >= 0
+            # one done per start: where two dones find the same start, the later one keeps it
+            chosen = {}
+            for row, jj in zip(dr[ok].tolist(), j[ok].tolist()):
+                chosen[jj] = row
+            for jj, row in chosen.items():
+                s_row = sr[jj]
+                end[s_row] = max(end[s_row], end[row])
+                absorbed[row] = True
+    return end, absorbed
 
 
 def _op_pairs(ev: pd.DataFrame) -> tuple[np.ndarray, list[tuple[str, str]]]:

@@ -75,6 +75,28 @@ def async_overlap(modules: Iterable[HloModule], ops: pd.DataFrame
     return windows, exposed
 
 
+def async_done_pairs(modules: Iterable[HloModule]) -> dict[tuple[str, str], str]:
+    """(module, ``*-done`` instruction) -> its ``*-start`` instruction (through ``async-update`` chains), for
+    every async op of every computation: a done's first operand is its start (or an update of it)."""
+    pairs: dict[tuple[str, str], str] = {}
+    for module in modules:
+        for comp in module.computations:
+            origin: dict[str, str] = {}
+            for i, (name, op) in enumerate(zip(comp.names, comp.opcodes)):
+                if op.endswith("-start") or op in ("send", "recv"):
+                    origin[name] = name
+                elif op.endswith(("-update", "-done")):
+                    operands = comp.operands_at(i)
+                    start = origin.get(operands[0]) if operands else None
+                    if start is None:
+                        continue
+                    if op.endswith("-update"):
+                        origin[name] = start
+                    else:
+                        pairs[(module.name, name)] = start
+    return pairs
+
+
 def _pairs(module: HloModule, comp: HloComputation, comm: set[str], work: dict[str, float],
            by_comp: dict[str, float]) -> list[tuple[str, float]]:
     """``(start, W)`` of every async collective of ``comp`` whose done follows it in the schedule."""

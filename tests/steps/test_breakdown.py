@@ -157,3 +157,36 @@ def test_intervals_against_a_bitmap():
         g0, g1 = gaps(us, ue, int(lo[0]), int(max(lo[0], hi[0])))
         assert not bitmap[np.concatenate([np.arange(a, b) for a, b in zip(g0, g1)] or [[]]).astype(int)].any()
         assert int((g1 - g0).sum()) == (max(lo[0], hi[0]) - lo[0]) - int(got[0])
+
+
+def test_async_start_and_done_are_one_flight():
+    """A TPU XLA Ops line: all-gather-start [10, 12), the fusion XLA scheduled between [12, 50), all-gather-done
+    [50, 60) (the wait). As one flight [10, 60): hidden 38 (under the fusion), exposed 12 (2 + 10) -- the same
+    exposed time as the two events alone, but the fusion now counts as hiding the transfer."""
+    ops = pd.concat([OPS, pd.DataFrame([
+        ("m", "ag-start", "collective", "all-gather-start", "all-gather", "communication", 5e-6, 1.0),
+        ("m", "ag-done", "collective", "all-gather-done", "all-gather", "communication", 0.0, 1.0),
+    ], columns=OPS.columns)], ignore_index=True)
+    rows = [(0, "XLA Ops", "ag-start", 10, 2, None), (0, "XLA Ops", "fusion", 12, 38, None),
+            (0, "XLA Ops", "ag-done", 50, 10, None)]
+    ev = _events(rows, [("/host:CPU", -1, 0, 0, 100)])
+    paired = step_breakdown(ev, ops, {"m": 1.0}, {("m", "ag-done"): "ag-start"}).steps.iloc[0]
+    alone = step_breakdown(ev, ops, {"m": 1.0}, {}).steps.iloc[0]
+    us = 1e-6
+    assert paired["exposed_comm_s"] == pytest.approx(12 * us) == alone["exposed_comm_s"]
+    assert paired["comm_s"] == pytest.approx(50 * us) and paired["overlapped_comm_s"] == pytest.approx(38 * us)
+    assert alone["overlapped_comm_s"] == 0
+    assert paired["busy_s"] == pytest.approx(50 * us) == alone["busy_s"]
+    b = step_breakdown(ev, ops, {"m": 1.0}, {("m", "ag-done"): "ag-start"})
+    assert b.op_overlap == {("m", "ag-start"): pytest.approx((12 * us, 38 * us))}  # the done is absorbed
+
+
+def test_done_operand_read_from_a_chrome_trace_line():
+    from hloscope.steps.breakdown import _pairs_from_lines
+
+    ev = pd.DataFrame({"module": ["m", "m"], "instruction": ["copy-done.206", "all-gather-done.1"], "hlo_text": [
+        "%copy-done.206 = s32[1024]{0:T(1024)S(1)} copy-done((s32[1024]{0:T(1024)S(1)}, s32[1024]{0:T(1024)}, "
+        "u32[]{:S(2)}) %copy-start.206)",
+        "%all-gather-done.1 = f32[8]{0} all-gather-done(f32[8]{0} %all-gather-start.1)"]})
+    assert _pairs_from_lines(ev) == {("m", "copy-done.206"): "copy-start.206",
+                                     ("m", "all-gather-done.1"): "all-gather-start.1"}
