@@ -105,6 +105,7 @@ def render(report: Report, top: int = 25, file: IO[str] | None = None, width: in
                            f"{cov.get('unjoined_ops', 0)} ops not in the HLO)"))
     if report.steps is not None and len(report.steps):
         _render_steps(console, report)
+    _render_overlap_line(console, report)
     several = len(report.modules) > 1
     ops = Table(title=literal(f"top {top} ops by {'measured' if traced else 'roofline'} time"))
     columns = (["module"] if several else []) + ["instruction", "category", "op_name", "FLOPs", "bytes", "wire",
@@ -188,6 +189,25 @@ def _render_steps(console: Any, report: Report) -> None:
             t.add_row(literal(r["step"]), literal(_device(r)), _time(r["start_s"]), _time(r["duration_s"]),
                       literal(r["before"] or "(step start)"), literal(r["after"] or "(step end)"))
         console.print(t)
+
+
+def _render_overlap_line(console: Any, report: Report) -> None:
+    """One line on what the schedule lets communication hide (``overlap_window_s``, ``exposed_comm_roofline_s``:
+    docs/steps.md), when the program has collectives."""
+    ops = report.ops
+    comm = ops[(ops["category"] == "collective") & ~ops["opcode"].astype(str).str.endswith("-done")]
+    if not len(comm) or "exposed_comm_roofline_s" not in report.modules:
+        return
+    total = float(comm["roofline_s"].sum())
+    exposed = float(report.modules["exposed_comm_roofline_s"].sum(min_count=1))
+    if exposed != exposed:
+        return
+    windows = ops["overlap_window_s"].dropna()
+    line = (f"communication at the roof: {_time(total)}, of which {_time(exposed)} exposed by the schedule "
+            f"({len(comm) - len(windows)} synchronous collective(s) hide nothing")
+    line += (f"; {len(windows)} async collective(s) have {_time(float(windows.sum()))} of work scheduled between start "
+             "and done)" if len(windows) else ")")
+    console.print(literal(line))
 
 
 def _device(r: dict[str, Any]) -> str:

@@ -95,3 +95,15 @@ def test_no_collectives_exposes_nothing():
     assert (r.modules["exposed_comm_roofline_s"] == 0).all()
     assert r.ops["overlap_window_s"].isna().all()
     assert r.modules["exposed_comm_s"].isna().all()  # measured: no trace
+
+
+def test_terminal_says_what_the_schedule_hides():
+    import io
+
+    from hloscope.report.terminal import render
+
+    r = hloscope.analyze(FIXTURES / "tpu-v5e_collectives.hlo.txt", chip="tpu-v5e")
+    buf = io.StringIO()
+    render(r, 3, file=buf, width=250)
+    line = next(x for x in buf.getvalue().splitlines() if x.startswith("communication at the roof"))
+    assert "4 synchronous collective(s)" in line and "1 async collective(s)" in line
