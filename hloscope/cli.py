@@ -39,6 +39,9 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--module", metavar="NAME", help="for an XLA dump dir: report only the module whose name "
                         "or dump file name holds NAME (default: every module, ranked by roofline time)")
     report.add_argument("--top", metavar="N", type=_positive_int, default=25, help="ops shown (default: %(default)r)")
+    report.add_argument("--advice", action="store_true",
+                        help="end the table with what to change, ranked by the time it could save (docs/advice.md; "
+                        "JSON and HTML always hold it)")
     report.add_argument("--format", choices=("table", "json", "csv", "html"), default="table",
                         help="output format (default: %(default)r); html: one self-contained page with the "
                         "roofline chart")
@@ -129,10 +132,10 @@ def _report(args: argparse.Namespace) -> int:
             from io import StringIO
 
             buf = StringIO()
-            render(report, args.top, file=buf, width=200)
+            render(report, args.top, file=buf, width=200, advice=args.advice)
             _emit(buf.getvalue(), args.output)
         else:
-            render(report, args.top)
+            render(report, args.top, advice=args.advice)
     return EXIT_OK
 
 

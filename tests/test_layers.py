@@ -29,6 +29,8 @@ FORBIDDEN = {
                         "hloscope.analysis", "hloscope.pytest_plugin", "hloscope.cli"),
     "hloscope.steps": ("hloscope.report", "hloscope.result", "hloscope.compare", "hloscope.analysis",
                        "hloscope.pytest_plugin", "hloscope.cli"),
+    "hloscope.advice": ("hloscope.report", "hloscope.compare", "hloscope.analysis", "hloscope.pytest_plugin",
+                        "hloscope.cli"),
     "hloscope.result": ("hloscope.report", "hloscope.compare", "hloscope.analysis", "hloscope.pytest_plugin",
                         "hloscope.cli"),
     "hloscope.compare": ("hloscope.report", "hloscope.analysis", "hloscope.pytest_plugin", "hloscope.cli"),

@@ -223,6 +223,19 @@ def _steps_chart(report: Report) -> str:
     return "".join(parts)
 
 
+def _advice(report: Report) -> str:
+    """The advice panel: one row per piece of advice, largest gain first (``Report.advice``)."""
+    table = report.advice
+    if not len(table):
+        return "<p class=note>None of the advice rules applies (docs/advice.md).</p>"
+    rows = "".join(
+        "<tr>" + f"<td class=n>{escape(duration(r['gain_s']))}</td>" + "".join(
+            f"<td>{escape(str(r[c]))}</td>" for c in ("rule", "ops", "evidence", "action", "source")) + "</tr>"
+        for r in table.to_dict(orient="records"))
+    return ("<table class=advice><tr><th>gain (at most)</th><th>rule</th><th>ops</th><th>evidence</th><th>do</th>"
+            f"<th>source</th></tr>{rows}</table>")
+
+
 def _cell(value, fmt: str) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return '<td data-v="">-</td>'
@@ -334,6 +347,7 @@ def render_html(report: Report, *, title: str | None = None, top: int | None = N
         _chart(report), "<div id=tip></div>",
         "<h2>Modules (per step / run)</h2>", _modules(report),
         *(["<h2>Steps</h2>", _steps_chart(report)] if report.steps is not None and len(report.steps) else []),
+        "<h2>Advice</h2>", _advice(report),
         f"<p class=note>{escape(coverage)}</p>" if coverage else "",
         f"<ul class=note>{notes}</ul>" if notes else "",
         "<h2>Ops</h2><p class=note>Click a column header to sort.</p>", _ops_table(report.ops, top),

@@ -71,9 +71,10 @@ def _folded_row(folded: pd.DataFrame, time_column: str) -> list[Any]:
         literal(v, "dim") for v in _module_row(sums | {"mfu": math.nan})]
 
 
-def render(report: Report, top: int = 25, file: IO[str] | None = None, width: int | None = None) -> None:
-    """Print the module summary (ranked by time, small modules folded into one line) and the top ``top`` ops
-    of ``report``."""
+def render(report: Report, top: int = 25, file: IO[str] | None = None, width: int | None = None,
+           advice: bool = False) -> None:
+    """Print the module summary (ranked by time, small modules folded into one line), for a trace the steps,
+    the top ``top`` ops of ``report``, and with ``advice`` what to change (``Report.advice``)."""
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
@@ -133,6 +134,25 @@ def render(report: Report, top: int = 25, file: IO[str] | None = None, width: in
             table.add_row(literal(r["instruction"]), literal(r["category"]), literal(r["bound"]),
                           _time(r["measured_s"]), _time(r["roofline_s"]), _time(r["lost_s"]), f"{r['efficiency']:.1%}")
         console.print(table)
+    if advice:
+        _render_advice(console, report, top)
+
+
+def _render_advice(console: Any, report: Report, top: int) -> None:
+    """The advice table, largest gain first (gains are upper bounds)."""
+    from rich.table import Table
+
+    table = report.advice
+    if not len(table):
+        console.print(literal("advice: none of the rules applies (docs/advice.md lists them)"))
+        return
+    t = Table(title=literal(f"advice ({len(table)}; gain = roofline time per run it could save at most)"))
+    for col, width in (("gain", None), ("rule", 22), ("ops", 30), ("evidence", 60), ("do", 60)):
+        t.add_column(col, justify="right" if col == "gain" else "left", overflow="fold", max_width=width)
+    for r in table.head(top).to_dict(orient="records"):
+        t.add_row(_time(r["gain_s"]), literal(r["rule"]), literal(r["ops"]), literal(r["evidence"]),
+                  literal(r["action"]))
+    console.print(t)
 
 
 def _render_steps(console: Any, report: Report) -> None:

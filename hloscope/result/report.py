@@ -79,6 +79,18 @@ class Report(ReportAssertions):
     steps: pd.DataFrame | None = field(default=None, repr=False, compare=False)
     gaps: pd.DataFrame | None = field(default=None, repr=False, compare=False)
     _memory: list[Any] | None = field(default=None, repr=False, compare=False)
+    _advice: pd.DataFrame | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def advice(self) -> pd.DataFrame:
+        """What to change, ranked by the roofline time it could save at most (``hloscope.advice.advise``:
+        ``rule``, ``module``, ``ops``, ``evidence``, ``action``, ``gain_s``, ``gain_basis``, ``source``; docs/advice.md).
+        Computed on first use; a report read from JSON has the stored advice."""
+        if self._advice is None:
+            from hloscope.advice import advise
+
+            self._advice = advise(self)
+        return self._advice
 
     @property
     def memory(self) -> list[MemoryFootprint]:
@@ -131,6 +143,7 @@ class Report(ReportAssertions):
             "notes": self.notes,
             "compiled_for": self.compiled_for,
             "memory": memory,
+            "advice": _records(self.advice),
             "steps": _records(self.steps) if self.steps is not None else [],
             "gaps": _records(self.gaps) if self.gaps is not None else [],
         }
@@ -187,9 +200,16 @@ class Report(ReportAssertions):
         except (KeyError, TypeError, AttributeError) as err:
             raise ReportSchemaError(source, f"bad \"memory\" entry: {err}") from None
         steps, gaps = _step_frames(data, source)
+        from hloscope.advice import ADVICE_COLUMNS
+
+        advice = data.get("advice") or []
+        if not isinstance(advice, list) or not all(isinstance(a, dict) for a in advice):
+            raise ReportSchemaError(source, "\"advice\" must be a list of objects")
+        advice_frame = pd.DataFrame(advice, columns=ADVICE_COLUMNS)
+        advice_frame["gain_s"] = pd.to_numeric(advice_frame["gain_s"], errors="coerce")
         return cls(frame, modules, chip_from_dict(data["chip"]), dict(data.get("coverage") or {}),
                    list(data.get("notes") or []), dict(data.get("compiled_for") or {}), steps=steps, gaps=gaps,
-                   _memory=memory or None)
+                   _memory=memory or None, _advice=advice_frame)
 
 
 def _step_frames(data: dict[str, Any], source: str) -> tuple[pd.DataFrame | None, pd.DataFrame | None]:

@@ -1,0 +1,65 @@
+"""Rule ``exposed-collective``: communication the device waits for, not hidden under other work.
+
+Source: "How to Scale Your Model", Part 1 ("overlap communication with compute") and Part 3 (sharded
+matmuls: an AllGather of weights can run while the previous layer computes); XLA's latency-hiding scheduler
+places independent work between an async collective's start and done (docs/steps.md).
+
+Trace: a collective whose measured exposed time (``exposed_comm_s``, docs/steps.md) takes a large share of the
+module's time; gain ``exposed_comm_s`` (all of it hidden: an upper bound). Static report: an async collective
+whose roofline time exceeds the work scheduled between its start and done (``overlap_window_s``), gain
+``roofline_s - overlap_window_s``, and a synchronous one, gain its ``roofline_s``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from hloscope.advice._common import SIGNIFICANT_SHARE, Advice, fmt_time, is_scheduled, modules_by_name, shares
+
+if TYPE_CHECKING:
+    from hloscope.result import Report
+
+RULE = "exposed-collective"
+SOURCE = "How to Scale Your Model, Part 1 (overlap communication with compute); XLA latency-hiding scheduler"
+
+
+def advise(report: Report) -> list[Advice]:
+    ops = report.ops
+    share = shares(ops)
+    traced = ops["measured_s"].notna().any()
+    comm = (ops["category"] == "collective") & ~ops["opcode"].astype(str).str.endswith("-done")
+    out = []
+    if traced:
+        totals = ops.groupby("module")["measured_s"].transform("sum")
+        exposed_share = (ops["exposed_comm_s"] / totals.where(totals > 0)).fillna(0.0)
+        for i in ops.index[comm & (exposed_share >= SIGNIFICANT_SHARE)]:
+            r = ops.loc[i]
+            window = r["overlap_window_s"]
+            where = (f"; the schedule has {fmt_time(window)} of work between its start and done" if window == window
+                     else "; it is synchronous: nothing runs beside it")
+            out.append(Advice(
+                RULE, r["module"], r["instruction"],
+                f"{r['comm_kind']} exposed {fmt_time(r['exposed_comm_s'])} of {fmt_time(r['measured_s'])} "
+                f"measured ({exposed_share[i]:.0%} of the module's time){where}",
+                "give it independent work to hide under: start it earlier (an async collective scheduled before "
+                "the work that does not need its result), or split the step so the next layer's compute runs "
+                "while it is in flight",
+                float(r["exposed_comm_s"]), "exposed_comm_s (all of it hidden)", SOURCE))
+        return out
+    modules = modules_by_name(report)
+    for i in ops.index[comm & (share >= SIGNIFICANT_SHARE)]:
+        r = ops.loc[i]
+        module = modules.get(r["module"])
+        if module is not None and not is_scheduled(module):
+            continue  # (before optimization XLA has not made its collectives async yet)
+        window = r["overlap_window_s"]
+        gain = float(r["roofline_s"] - (window if window == window else 0.0))
+        if not gain > 0:
+            continue
+        evidence = (f"async {r['comm_kind']}: {fmt_time(r['roofline_s'])} at the roof, {fmt_time(window)} of work "
+                    "scheduled between start and done" if window == window else
+                    f"synchronous {r['comm_kind']}: {fmt_time(r['roofline_s'])} at the roof with nothing beside it")
+        out.append(Advice(RULE, r["module"], r["instruction"], evidence,
+                          "schedule more independent work between start and done (or make it async)", gain,
+                          "roofline_s - overlap_window_s (synchronous: roofline_s)", SOURCE))
+    return out
