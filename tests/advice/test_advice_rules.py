@@ -207,3 +207,11 @@ def test_advice_round_trips_through_json():
     r = hloscope.analyze(_UNFUSED_CHAIN, chip="tpu-v5e")
     back = hloscope.Report.from_dict(json.loads(r.to_json()))
     assert back.advice.equals(r.advice)
+
+
+def test_well_tuned_fixture_gets_no_advice():
+    """The bf16 MLP train step captured on an H100 (fixtures/make_gpu_fixtures.py): 2048-wide bf16 matmuls,
+    compute-bound, fused by XLA, one device -- none of the rules applies."""
+    r = hloscope.analyze(FIXTURES / "hlo" / "gpu-h100_mlp_train.hlo.txt", chip="h100")
+    assert (r.ops.loc[r.ops["category"] == "matmul", "bound"] == "compute").all()
+    assert not len(r.advice)
