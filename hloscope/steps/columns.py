@@ -30,9 +30,13 @@ def add_overlap_columns(ops: pd.DataFrame, modules: pd.DataFrame, hlo_modules: I
     if not len(ops) or not len(modules):
         return
     keys = list(zip(ops["module"], ops["instruction"]))
-    if hlo_modules:
+    comm = ops["category"].eq("collective").any() or ops["comm_kind"].astype(bool).any()
+    if hlo_modules and not comm:  # (the common small program: no collective, nothing exposed; no pandas work)
+        modules["exposed_comm_roofline_s"] = 0.0
+    elif hlo_modules:
         windows, exposed_roof = async_overlap(hlo_modules, ops)
-        ops["overlap_window_s"] = [windows.get(k, np.nan) for k in keys]
+        if windows:
+            ops["overlap_window_s"] = [windows.get(k, np.nan) for k in keys]
         modules["exposed_comm_roofline_s"] = modules["name"].map(exposed_roof).astype(float)
     if breakdown is not None:
         per_op = breakdown.op_overlap
