@@ -271,11 +271,8 @@ def _traced(path: Path, run: str | None, chip: str | ChipSpec | None, hlo_files:
     HLO line instead, costed line by line (``hloscope.cost.trace_lines``).
     """
     from hloscope.parsers.events import read_trace
-    from hloscope.result import Report
-    from hloscope.roofline.join import measured_times, named_modules, trace_coverage
-    from hloscope.roofline.tables import modules_frame, ops_frame
-    from hloscope.steps.breakdown import step_breakdown
-    from hloscope.steps.columns import add_overlap_columns
+    from hloscope.roofline.join import measured_times, named_modules
+    from hloscope.steps.breakdown import host_part, pairs_from_lines, split_hosts, static_op_info
     from hloscope.steps.schedule import async_done_pairs
 
     events = read_trace(path, run)
@@ -307,17 +304,42 @@ def _traced(path: Path, run: str | None, chip: str | ChipSpec | None, hlo_files:
         costs = [module_cost(m) for m in hlo_modules]
         with_hlo = set(modules)
         lines = None
-    notes.extend(measured.notes)
     spec = _resolve_chip(chip, events.platform, events.device_kind, notes)
+    pairs = async_done_pairs(hlo_modules) if hlo_modules else None
+    if pairs is None and "hlo_text" in events.ops.columns:
+        pairs = pairs_from_lines(events.ops)
+
+    def parts_of(ops):
+        info = static_op_info(ops)
+        return [host_part(h, info, pairs or {}) for h in split_hosts(events)]
+
+    return scored_trace_report(costs, spec, measured, events.files, with_hlo, notes, hlo_modules, parts_of, lines)
+
+
+def scored_trace_report(costs, spec: ChipSpec, measured, files: list[str], with_hlo: set[str], notes: list[str],
+                        hlo_modules: list[HloModule], parts_of, lines=None) -> Report:
+    """The report of a trace from its measured totals: ops and modules tables, coverage, the chip's fit, the
+    steps (``parts_of(ops)``: the per-host ``steps.breakdown.HostPart`` of each host, in host order, merged
+    here) and the overlap columns. One tail for a serial read and for ``hloscope.pod``'s per-host tasks, so that
+    both give the same report."""
+    import types
+
+    from hloscope.result import Report
+    from hloscope.roofline.join import trace_coverage
+    from hloscope.roofline.tables import modules_frame, ops_frame
+    from hloscope.steps.breakdown import merge_parts
+    from hloscope.steps.columns import add_overlap_columns
+
+    notes.extend(measured.notes)
     ops = ops_frame(costs, spec, measured.per_op, measured.busy_s)
-    coverage = trace_coverage(ops, measured, events, with_hlo)
+    coverage = trace_coverage(ops, measured, types.SimpleNamespace(files=list(files)), with_hlo)
     if lines is not None:
         total = float(ops["measured_s"].sum())
         by_rules = sum(measured.per_op[k][0] for k in lines.line_costed if k in measured.per_op)
         coverage["line_costed_time_fraction"] = by_rules / total if total else 0.0
     notes.extend(_chip_fit(ops, spec, coverage, lambda c: ops_frame(costs, c, measured.per_op, measured.busy_s)))
     table = modules_frame(costs, ops, spec, measured.busy_s)
-    breakdown = step_breakdown(events, ops, measured.runs, async_done_pairs(hlo_modules) if hlo_modules else None)
+    breakdown = merge_parts(parts_of(ops), measured.runs)
     add_overlap_columns(ops, table, hlo_modules, breakdown)
     notes.extend(breakdown.notes)
     return Report(ops, table, spec, coverage, notes, hlo_modules=hlo_modules, steps=breakdown.steps,

@@ -367,3 +367,27 @@ def _module_runs_frame(runs: list[tuple]):
         "start_ps": np.array([r[5] for r in rows], np.int64),
         "duration_ps": np.array([r[6] for r in rows], np.int64),
     }, columns=list(MODULE_RUN_COLUMNS))
+
+
+def read_xspace_header(path: str | os.PathLike[str]) -> tuple[dict[str, Any], dict[str, str], str, str | None]:
+    """What a run's driver needs of one host file before its events are read (``hloscope.pod``): the HLO protos
+    (module name -> text printer, as ``read_xspace_events``' ``hlo_modules``; and ``hlo_sources``), the platform
+    (``"gpu"``/``"tpu"`` when a plane of such a device exists, else ``"cpu"``) and the device kind of the device
+    planes (None when none states it). Reads the plane metadata only, never the events.
+
+    Raises:
+        TraceError: the file is missing, unreadable, corrupted or not an XSpace.
+    """
+    p = Path(path)
+    ix = open_xspace(p)
+    hlo_modules: dict[str, Any] = {}
+    hlo_sources: dict[str, str] = {}
+    for entry in hlo_protos(ix):
+        if entry.module_name not in hlo_modules:
+            hlo_modules[entry.module_name] = hlo_text_printer(entry, p)
+            hlo_sources[entry.module_name] = f"{p}:{entry.metadata_name}"
+    names = [plane.name for plane in ix.planes]
+    platform = ("gpu" if any(n.startswith("/device:GPU") for n in names)
+                else "tpu" if any(n.startswith("/device:TPU") for n in names) else "cpu")
+    kinds = [k for k in (_device_kind(plane) for plane in ix.planes if plane.name.startswith("/device:")) if k]
+    return hlo_modules, hlo_sources, platform, kinds[0] if kinds else None

@@ -61,44 +61,93 @@ def named_modules(ops: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def measured_times(events: TraceEvents) -> Measured:
+@dataclass
+class OpTotals:
+    """What the measured times are made of, summed over some hosts' events: the part of ``measured_times`` that
+    adds up across host files (``hloscope.pod`` sums one per host file; a serial run makes one of all).
+
+    Attributes:
+        per_op: (module, instruction) -> (sum of ``self_ps``, events).
+        devices: the (host, device, device_id) that ran ops.
+        steps: the distinct step numbers of the step markers.
+        module_runs: module -> rows of ``module_runs`` (TPU ``XLA Modules`` events).
+        modules: the modules of the op events.
+    """
+
+    per_op: dict[tuple[str, str], tuple[int, int]]
+    devices: set[tuple[str, str, int]]
+    steps: set[int]
+    module_runs: dict[str, int]
+    modules: set[str]
+
+    @classmethod
+    def of(cls, events: TraceEvents) -> OpTotals:
+        """The totals of ``events`` (``ops`` with modules named by ``named_modules``)."""
+        ops = events.ops
+        grouped = ops.groupby(["module", "instruction"], observed=True, sort=False)["self_ps"].agg(["sum", "count"])
+        per_op = {(str(m), str(i)): (int(t), int(c)) for (m, i), t, c in
+                  zip(grouped.index, grouped["sum"].tolist(), grouped["count"].tolist())}
+        devices = {(str(h), str(d), int(i)) for h, d, i in
+                   ops[["host", "device", "device_id"]].drop_duplicates().itertuples(index=False)}
+        steps = {int(x) for x in events.steps["step"].dropna().unique()} if len(events.steps) else set()
+        runs = ({str(m): int(n) for m, n in events.module_runs.groupby("module", observed=True).size().items()}
+                if len(events.module_runs) else {})
+        return cls(per_op, devices, steps, runs, {str(m) for m in ops["module"].unique()})
+
+    @classmethod
+    def merged(cls, parts: list[OpTotals]) -> OpTotals:
+        """The totals of several hosts' events together (integer sums: the same as one table of them all)."""
+        per_op: dict[tuple[str, str], tuple[int, int]] = {}
+        runs: dict[str, int] = {}
+        out = cls(per_op, set(), set(), runs, set())
+        for p in parts:
+            for k, (t, c) in p.per_op.items():
+                t0, c0 = per_op.get(k, (0, 0))
+                per_op[k] = (t0 + t, c0 + c)
+            for m, n in p.module_runs.items():
+                runs[m] = runs.get(m, 0) + n
+            out.devices |= p.devices
+            out.steps |= p.steps
+            out.modules |= p.modules
+        return out
+
+
+def measured_times(events: TraceEvents | OpTotals) -> Measured:
     """Measured seconds per module run and device, per instruction and per module.
 
     Args:
-        events: a reader's ``TraceEvents`` (``ops`` with ``module`` already named by ``named_modules``).
+        events: a reader's ``TraceEvents`` (``ops`` with ``module`` already named by ``named_modules``), or the
+            ``OpTotals`` of one (``OpTotals.merged`` of several hosts' gives the same numbers as one table).
 
     Returns:
         ``Measured``.
     """
-    ops = events.ops
-    steps = events.steps
-    n_steps = int(steps["step"].dropna().nunique()) if len(steps) else 0
-    devices = max(int(ops[["host", "device", "device_id"]].drop_duplicates().shape[0]), 1) if len(ops) else 1
+    totals = events if isinstance(events, OpTotals) else OpTotals.of(events)
+    n_steps = len(totals.steps)
+    devices = max(len(totals.devices), 1)
     runs_by_module: dict[str, float] = {}
-    recorded = events.module_runs.groupby("module", observed=True).size() if len(events.module_runs) else None
     notes: list[str] = []
     assumed = []
-    for m in ops["module"].unique():
-        m = str(m)
-        n = int(recorded.get(m, 0)) if recorded is not None else 0
+    recorded = totals.module_runs
+    for m in totals.modules:
+        n = recorded.get(m, 0)
         if n == 0:
             n = max(n_steps, 1) * devices
-            if recorded is not None:
+            if recorded:
                 assumed.append(m)
         runs_by_module[m] = float(n)
     if assumed:
         notes.append(f"no XLA Modules events for {', '.join(repr(m) for m in sorted(assumed))}: one run per step "
                      "and device assumed")
-    if recorded is None and n_steps == 0:
+    if not recorded and n_steps == 0:
         notes.append("no step markers in the trace: times are per run of the whole trace")
-    grouped = ops.groupby(["module", "instruction"], observed=True, sort=False)["self_ps"].agg(["sum", "count"])
     per_op: dict[tuple[str, str], tuple[float, float]] = {}
     busy: dict[str, float] = {}
-    for (m, inst), total_ps, count in zip(grouped.index, grouped["sum"].tolist(), grouped["count"].tolist()):
-        r = runs_by_module[str(m)]
+    for (m, inst), (total_ps, count) in totals.per_op.items():
+        r = runs_by_module[m]
         sec = total_ps / 1e12 / r
-        per_op[(str(m), str(inst))] = (sec, count / r)
-        busy[str(m)] = busy.get(str(m), 0.0) + sec
+        per_op[(m, inst)] = (sec, count / r)
+        busy[m] = busy.get(m, 0.0) + sec
     return Measured(per_op, busy, runs_by_module, n_steps, devices, notes)
 
 

@@ -87,7 +87,7 @@ def category(inst, module) -> str:
 
 
 def ops_frame(costs: list[ModuleCost], chip: ChipSpec, measured: Mapping[tuple[str, str], tuple[float, float]] | None = None,
-              step_s: Mapping[str, float] | None = None) -> pd.DataFrame:
+              step_s: Mapping[str, float] | None = None, all_rows: bool = False) -> pd.DataFrame:
     """One row per instruction that does work or took time.
 
     Args:
@@ -96,6 +96,8 @@ def ops_frame(costs: list[ModuleCost], chip: ChipSpec, measured: Mapping[tuple[s
         measured: (module name, instruction name) -> (measured seconds per step, occurrences per step), from a
             trace; None for a static report.
         step_s: module name -> measured step time (seconds), for ``step_fraction``.
+        all_rows: keep every instruction, also those without work or time (what a trace of any host may name:
+            ``hloscope.pod`` classifies events with it before any time is measured).
 
     Returns:
         DataFrame with ``OP_COLUMNS``, sorted by measured time (traces) or roofline time (static), largest
@@ -120,7 +122,7 @@ def ops_frame(costs: list[ModuleCost], chip: ChipSpec, measured: Mapping[tuple[s
             key = (mname, inst.name)
             timing = measured.get(key)
             work = cost.flops + cost.transcendentals + cost.bytes_read + cost.bytes_written + cost.comm_bytes
-            if work == 0 and timing is None and not cost.flags:
+            if work == 0 and timing is None and not cost.flags and not all_rows:
                 continue
             operand_types = None
             if inst.opcode in ("dot", "convolution"):

@@ -93,13 +93,39 @@ class StepBreakdown:
     notes: list[str] = field(default_factory=list)
 
 
+@dataclass
+class HostPart:
+    """The breakdown of one host's events, before it is merged with the other hosts' (``merge_parts``): what a
+    Dask task of ``hloscope.pod`` returns for its host file -- small tables, never the events.
+
+    Attributes:
+        steps: ``STEP_COLUMNS`` rows with ``start_ps`` (absolute) in place of ``start_s``.
+        gaps: the host's ``TOP_GAPS`` longest gaps, ``GAP_COLUMNS`` with ``start_ps`` and ``duration_ps``.
+        exposure_ps: (module, instruction) of each collective -> (exposed ps, overlapped ps) summed over the
+            host's events.
+        origin_ps: the host's earliest op start or step-window start.
+        notes: how its windows were found.
+    """
+
+    steps: pd.DataFrame
+    gaps: pd.DataFrame
+    exposure_ps: dict[tuple[str, str], tuple[int, int]]
+    origin_ps: int
+    notes: list[str] = field(default_factory=list)
+
+
 def step_breakdown(events: TraceEvents, ops: pd.DataFrame, runs: Mapping[str, float],
                    async_pairs: Mapping[tuple[str, str], str] | None = None) -> StepBreakdown:
     """Measure every step of every device (see the module docstring for each column's definition).
 
+    Each host's events are measured on their own (``host_part``) and the parts merged (``merge_parts``): what
+    ``hloscope.pod`` does with one Dask task per host file, so that both give the same tables.
+
     Args:
         events: the trace's ``TraceEvents``, ``ops`` with unknown modules named (``roofline.join.named_modules``).
-        ops: the scored ops table (``roofline.tables.OP_COLUMNS``) of the same trace.
+        ops: the scored ops table (``roofline.tables.OP_COLUMNS``) of the same trace, or any table with its
+            static columns ``module``, ``instruction``, ``category``, ``opcode``, ``comm_kind``, ``bound``,
+            ``roofline_s`` for every instruction the events name.
         runs: module -> executions over all devices (``roofline.join.Measured.runs``): the divisor that makes
             ``op_overlap`` per module run and device.
         async_pairs: (module, ``*-done`` instruction) -> its ``*-start`` (``schedule.async_done_pairs``); for a
@@ -110,9 +136,46 @@ def step_breakdown(events: TraceEvents, ops: pd.DataFrame, runs: Mapping[str, fl
     Returns:
         ``StepBreakdown``.
     """
+    if async_pairs is None and "hlo_text" in events.ops.columns:
+        async_pairs = pairs_from_lines(events.ops)
+    info = static_op_info(ops)
+    return merge_parts([host_part(h, info, async_pairs or {}) for h in split_hosts(events)], runs)
+
+
+def static_op_info(ops: pd.DataFrame) -> dict[tuple[str, str], tuple]:
+    """(module, instruction) -> (category, opcode, comm_kind, bound, roofline_s) of a scored ops table."""
+    cols = ops[["category", "opcode", "comm_kind", "bound", "roofline_s"]].itertuples(index=False, name=None)
+    return {(m, i): r for m, i, r in zip(ops["module"], ops["instruction"], cols)}
+
+
+def split_hosts(events: TraceEvents) -> list[TraceEvents]:
+    """One ``TraceEvents`` per host (in host order), each with that host's ops, steps and module runs."""
+    import dataclasses
+
+    hosts = sorted({str(h) for h in events.ops["host"].unique()})
+    if len(hosts) <= 1:
+        return [events]
+    out = []
+    idx = events.ops.groupby("host", observed=True, sort=False).indices
+    for h in hosts:
+        out.append(dataclasses.replace(
+            events, ops=events.ops.iloc[idx[h]],
+            steps=events.steps[events.steps["host"].astype(str) == h],
+            module_runs=events.module_runs[events.module_runs["host"].astype(str) == h]))
+    return out
+
+
+def host_part(events: TraceEvents, info: Mapping[tuple[str, str], tuple],
+              async_pairs: Mapping[tuple[str, str], str]) -> HostPart:
+    """The breakdown of one host's events (``events`` holds one host; see ``step_breakdown``).
+
+    An event's roofline time is its op's ``roofline_s`` (per module run and device) times the host's runs of the
+    module over the host's events of the op (``roofline.join.measured_times`` of this host alone).
+    """
     import numpy as np
     import pandas as pd
 
+    from hloscope.roofline.join import measured_times
     from hloscope.steps.intervals import covered, union
     from hloscope.steps.windows import step_windows
 
@@ -121,16 +184,16 @@ def step_breakdown(events: TraceEvents, ops: pd.DataFrame, runs: Mapping[str, fl
     end = start + ev["duration_ps"].to_numpy(np.int64)
     nested = ev["self_ps"].to_numpy(np.int64) < ev["duration_ps"].to_numpy(np.int64)
     pair, names = _op_pairs(ev)
-    info = _op_info(ops, names)
-    is_comm = info["comm"][pair]
-    is_container = (info["container"][pair] | nested) & ~is_comm
-    bound = info["bound"][pair]
-    roof = info["roofline_per_event_s"][pair]
-    category = info["category"][pair]
+    counts = np.bincount(pair, minlength=len(names))
+    host_runs = measured_times(events).runs
+    op = _op_info(info, names, counts, host_runs)
+    is_comm = op["comm"][pair]
+    is_container = (op["container"][pair] | nested) & ~is_comm
+    bound = op["bound"][pair]
+    roof = op["roofline_per_event_s"][pair]
+    category = op["category"][pair]
     leaf = ~is_comm & ~is_container
-    if async_pairs is None and "hlo_text" in ev.columns:
-        async_pairs = _pairs_from_lines(ev)
-    end, absorbed = _async_flights(ev, start, end, pair, names, is_comm, async_pairs or {})
+    end, absorbed = _async_flights(ev, start, end, pair, names, is_comm, async_pairs)
     is_comm &= ~absorbed
 
     groups = ev.groupby(["host", "device", "device_id"], observed=True, sort=True).indices
@@ -144,6 +207,7 @@ def step_breakdown(events: TraceEvents, ops: pd.DataFrame, runs: Mapping[str, fl
     gap_rows: list[tuple] = []
     exposed_ps = np.zeros(len(ev), np.int64)
     overlapped_ps = np.zeros(len(ev), np.int64)
+    self_all = ev["self_ps"].to_numpy(np.int64)
     for (host, device, device_id), ix in groups.items():
         w = windows[(windows["host"] == host) & (windows["device"] == device) & (windows["device_id"] == device_id)]
         lo = w["start_ps"].to_numpy(np.int64)
@@ -177,8 +241,7 @@ def step_breakdown(events: TraceEvents, ops: pd.DataFrame, runs: Mapping[str, fl
         n_events = np.bincount(wi_in, minlength=n_win)
         finish = np.full(n_win, np.iinfo(np.int64).min)
         np.maximum.at(finish, wi_in, np.minimum(e[inside], hi[wi_in]))
-        self_ps = ev["self_ps"].to_numpy(np.int64)[ix][inside]
-        by_cat = pd.Series(self_ps).groupby([wi_in, category[ix][inside]]).sum()
+        by_cat = pd.Series(self_all[ix][inside]).groupby([wi_in, category[ix][inside]]).sum()
         longest, top = _gaps(u_all, lo, hi, s, e, ix)
         for k, row in enumerate(w.itertuples(index=False)):
             wall = int(hi[k] - lo[k])
@@ -186,7 +249,7 @@ def step_breakdown(events: TraceEvents, ops: pd.DataFrame, runs: Mapping[str, fl
             rows.append({
                 "step": int(row.step), "host": str(host), "device": str(device), "device_id": int(device_id),
                 "module": row.module, "source": row.source, "first": False,
-                "start_s": (int(lo[k]) - origin) / 1e12, "wall_s": wall / 1e12, "busy_s": busy[k] / 1e12,
+                "start_ps": int(lo[k]), "wall_s": wall / 1e12, "busy_s": busy[k] / 1e12,
                 "idle_s": (wall - busy[k]) / 1e12, "compute_s": compute[k] / 1e12, "memory_s": memory[k] / 1e12,
                 "exposed_comm_s": exposed[k] / 1e12,
                 "other_s": (busy[k] - compute[k] - memory[k] - exposed[k]) / 1e12, "comm_s": comm[k] / 1e12,
@@ -198,26 +261,56 @@ def step_breakdown(events: TraceEvents, ops: pd.DataFrame, runs: Mapping[str, fl
                 "longest_gap_s": longest[k] / 1e12,
                 "by_category_s": {str(cat): v / 1e12 for cat, v in cats.items()} if cats is not None else {},
             })
-        gap_rows.extend((int(w["step"].iloc[k]), str(host), str(device), int(device_id), (g0 - origin) / 1e12,
-                         (g1 - g0) / 1e12, before, after) for k, g0, g1, before, after in top)
-    steps = pd.DataFrame(rows, columns=STEP_COLUMNS)
+        gap_rows.extend((int(w["step"].iloc[k]), str(host), str(device), int(device_id), g0, g1 - g0,
+                         _event_label(ev, before), _event_label(ev, after)) for k, g0, g1, before, after in top)
+    part_columns = ["start_ps" if c == "start_s" else c for c in STEP_COLUMNS]
+    steps = pd.DataFrame(rows, columns=part_columns)
+    if len(steps):
+        first_step = steps.groupby(["host", "device", "device_id"], sort=False)["start_ps"].transform("min")
+        steps["first"] = (steps["start_ps"] == first_step) & (steps["source"] != "trace")
+    gap_columns = [{"start_s": "start_ps", "duration_s": "duration_ps"}.get(c, c) for c in GAP_COLUMNS]
+    gaps = pd.DataFrame(gap_rows, columns=gap_columns).sort_values("duration_ps", ascending=False, kind="stable")
+    exposure = _exposure(pair, names, is_comm, exposed_ps, overlapped_ps)
+    return HostPart(steps, gaps.head(TOP_GAPS).reset_index(drop=True), exposure, origin, notes)
+
+
+def merge_parts(parts: list[HostPart], runs: Mapping[str, float]) -> StepBreakdown:
+    """One ``StepBreakdown`` of several hosts' parts (in host order): times from the earliest host's origin,
+    the longest gaps of all, each collective's exposure per module run and device (``runs``)."""
+    import pandas as pd
+
+    origin = min((p.origin_ps for p in parts), default=0)
+    frames = [p.steps for p in parts if len(p.steps)]
+    steps = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
+        columns=["start_ps" if c == "start_s" else c for c in STEP_COLUMNS])
+    steps.insert(steps.columns.get_loc("start_ps"), "start_s", (steps["start_ps"].astype("int64") - origin) / 1e12)
+    steps = steps.drop(columns="start_ps")[STEP_COLUMNS]
     if len(steps):
         steps["roofline_fraction"] = steps["roofline_s"] / steps["wall_s"].where(steps["wall_s"] > 0)
-        first_step = steps.groupby(["host", "device", "device_id"], sort=False)["start_s"].transform("min")
-        steps["first"] = (steps["start_s"] == first_step) & (steps["source"] != "trace")
         steps = steps.sort_values(["start_s", "host", "device_id"], kind="stable").reset_index(drop=True)
-    gaps = pd.DataFrame(gap_rows, columns=GAP_COLUMNS).sort_values("duration_s", ascending=False, kind="stable")
-    gaps = gaps.head(TOP_GAPS).reset_index(drop=True)
-    gaps = gaps.assign(before=gaps["before"].map(lambda j: _event_label(ev, j)),
-                       after=gaps["after"].map(lambda j: _event_label(ev, j)))
-    return StepBreakdown(steps, gaps, _per_op(ev, pair, names, is_comm, exposed_ps, overlapped_ps, runs), notes)
+    gap_frames = [p.gaps for p in parts if len(p.gaps)]
+    gaps = pd.concat(gap_frames, ignore_index=True) if gap_frames else pd.DataFrame(
+        columns=[{"start_s": "start_ps", "duration_s": "duration_ps"}.get(c, c) for c in GAP_COLUMNS])
+    gaps = gaps.sort_values("duration_ps", ascending=False, kind="stable").head(TOP_GAPS).reset_index(drop=True)
+    gaps["start_ps"] = (gaps["start_ps"].astype("int64") - origin) / 1e12
+    gaps["duration_ps"] = gaps["duration_ps"].astype("int64") / 1e12
+    gaps = gaps.rename(columns={"start_ps": "start_s", "duration_ps": "duration_s"})[GAP_COLUMNS]
+    exposure: dict[tuple[str, str], tuple[int, int]] = {}
+    for p in parts:
+        for k, (x, o) in p.exposure_ps.items():
+            x0, o0 = exposure.get(k, (0, 0))
+            exposure[k] = (x0 + x, o0 + o)
+    op_overlap = {k: (x / 1e12 / (runs.get(k[0]) or 1.0), o / 1e12 / (runs.get(k[0]) or 1.0))
+                  for k, (x, o) in exposure.items()}
+    notes = list(dict.fromkeys(n for p in parts for n in p.notes))
+    return StepBreakdown(steps, gaps, op_overlap, notes)
 
 
 #: A done's operand in its HLO line: the first ``%name`` after ``-done(`` (its type, a tuple, comes first).
 _DONE_OPERAND = re.compile(r"-done\([^%]*%([A-Za-z0-9_.\-]+)")
 
 
-def _pairs_from_lines(ev: pd.DataFrame) -> dict[tuple[str, str], str]:
+def pairs_from_lines(ev: pd.DataFrame) -> dict[tuple[str, str], str]:
     """(module, done) -> start from the HLO lines of a TPU Chrome trace (``%x-done = ... x-done(<type> %x-start)``)."""
     pairs = {}
     done = ev["instruction"].astype(str).str.contains("-done", regex=False)
@@ -290,14 +383,13 @@ def _op_pairs(ev: pd.DataFrame) -> tuple[np.ndarray, list[tuple[str, str]]]:
     return inv.reshape(-1), names
 
 
-def _op_info(ops: pd.DataFrame, names: list[tuple[str, str]]) -> dict[str, np.ndarray]:
+def _op_info(info: Mapping[tuple[str, str], tuple], names: list[tuple[str, str]], counts: np.ndarray,
+             runs: Mapping[str, float]) -> dict[str, np.ndarray]:
     """Per distinct (module, instruction): communication?, container?, bound code, roofline seconds of one
-    event (the op's ``roofline_s`` over its ``occurrences``: both per module run and device), category."""
+    event (the op's ``roofline_s`` per module run and device, times the runs over the events of the op: both of
+    the events at hand), category."""
     import numpy as np
 
-    by_key = {(m, i): r for m, i, r in zip(ops["module"], ops["instruction"],
-                                         ops[["category", "opcode", "comm_kind", "bound", "roofline_s",
-                                              "occurrences"]].itertuples(index=False))}
     n = len(names)
     comm = np.zeros(n, bool)
     container = np.zeros(n, bool)
@@ -305,17 +397,18 @@ def _op_info(ops: pd.DataFrame, names: list[tuple[str, str]]) -> dict[str, np.nd
     roof = np.full(n, np.nan)
     category = np.empty(n, object)
     for k, (m, i) in enumerate(names):
-        r = by_key.get((m, i))
-        if r is None or r.category == "unjoined":
+        r = info.get((m, i))
+        if r is None or r[0] == "unjoined":
             comm[k] = bool(_COMM_NAME.search(i))
             category[k] = "collective" if comm[k] else "unjoined"
             continue
-        comm[k] = r.category == "collective" or bool(r.comm_kind) or r.opcode in _SEND_RECV
-        container[k] = r.category == "control" and not comm[k]
-        bound[k] = {"compute": _COMPUTE, "memory": _MEMORY}.get(r.bound, _UNKNOWN)
-        if r.occurrences and r.occurrences > 0:
-            roof[k] = r.roofline_s / r.occurrences
-        category[k] = "collective" if comm[k] else r.category
+        cat, opcode, comm_kind, bnd, roofline_s = r
+        comm[k] = cat == "collective" or bool(comm_kind) or opcode in _SEND_RECV
+        container[k] = cat == "control" and not comm[k]
+        bound[k] = {"compute": _COMPUTE, "memory": _MEMORY}.get(bnd, _UNKNOWN)
+        if counts[k] > 0:
+            roof[k] = roofline_s * runs.get(m, 1.0) / counts[k]
+        category[k] = "collective" if comm[k] else cat
     return {"comm": comm, "container": container, "bound": bound, "roofline_per_event_s": roof,
             "category": category}
 
@@ -370,19 +463,14 @@ def _event_label(ev: pd.DataFrame, j: int) -> str:
     return f"{inst} ({ev['module'].iat[j]})"
 
 
-def _per_op(ev: pd.DataFrame, pair: np.ndarray, names: list[tuple[str, str]], is_comm: np.ndarray,
-            exposed_ps: np.ndarray, overlapped_ps: np.ndarray, runs: Mapping[str, float]
-            ) -> dict[tuple[str, str], tuple[float, float]]:
-    """(module, instruction) of each collective -> (exposed, overlapped) seconds per module run and device."""
+def _exposure(pair: np.ndarray, names: list[tuple[str, str]], is_comm: np.ndarray, exposed_ps: np.ndarray,
+              overlapped_ps: np.ndarray) -> dict[tuple[str, str], tuple[int, int]]:
+    """(module, instruction) of each collective -> (exposed ps, overlapped ps) summed over its events."""
     import numpy as np
 
     n = len(names)
-    exp = np.bincount(pair[is_comm], weights=exposed_ps[is_comm], minlength=n)
-    ovl = np.bincount(pair[is_comm], weights=overlapped_ps[is_comm], minlength=n)
-    seen = np.bincount(pair[is_comm], minlength=n) > 0
-    out = {}
-    for k in np.flatnonzero(seen).tolist():
-        m, i = names[k]
-        r = runs.get(m) or 1.0
-        out[(m, i)] = (float(exp[k]) / 1e12 / r, float(ovl[k]) / 1e12 / r)
-    return out
+    sel = pair[is_comm]
+    exp = np.bincount(sel, weights=exposed_ps[is_comm], minlength=n)
+    ovl = np.bincount(sel, weights=overlapped_ps[is_comm], minlength=n)
+    seen = np.bincount(sel, minlength=n) > 0
+    return {names[k]: (int(exp[k]), int(ovl[k])) for k in np.flatnonzero(seen).tolist()}

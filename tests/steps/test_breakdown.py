@@ -65,9 +65,11 @@ def test_step_partition_by_hand():
                       ("longest_gap_s", 20), ("finish_s", 80)]:
         assert s0[col] == pytest.approx(want * us), col
     assert s0["comm_hidden_fraction"] == pytest.approx(0.75)
-    # roofline of the step: one dot (10) + one fusion (8) + one all-reduce (5) + one while (0 / 0.5 = 0)
-    assert s0["roofline_s"] == pytest.approx(23 * us)
-    assert s0["roofline_fraction"] == pytest.approx(0.23)
+    # roofline of the step: each event is worth its op's roofline_s x runs / events of the op, the host's runs
+    # being 2 (2 steps x 1 device): the dot and the fusion ran once in the two runs (10 x 2 / 1 = 20, 8 x 2 / 1 =
+    # 16), the all-reduce twice (5 x 2 / 2 = 5), the while costs 0: 41
+    assert s0["roofline_s"] == pytest.approx(41 * us)
+    assert s0["roofline_fraction"] == pytest.approx(0.41)
     assert s0["events"] == 4
     assert s0["by_category_s"] == pytest.approx({"control": 15 * us, "matmul": 30 * us, "fusion:kLoop": 20 * us,
                                                  "collective": 40 * us})
@@ -182,11 +184,11 @@ def test_async_start_and_done_are_one_flight():
 
 
 def test_done_operand_read_from_a_chrome_trace_line():
-    from hloscope.steps.breakdown import _pairs_from_lines
+    from hloscope.steps.breakdown import pairs_from_lines
 
     ev = pd.DataFrame({"module": ["m", "m"], "instruction": ["copy-done.206", "all-gather-done.1"], "hlo_text": [
         "%copy-done.206 = s32[1024]{0:T(1024)S(1)} copy-done((s32[1024]{0:T(1024)S(1)}, s32[1024]{0:T(1024)}, "
         "u32[]{:S(2)}) %copy-start.206)",
         "%all-gather-done.1 = f32[8]{0} all-gather-done(f32[8]{0} %all-gather-start.1)"]})
-    assert _pairs_from_lines(ev) == {("m", "copy-done.206"): "copy-start.206",
+    assert pairs_from_lines(ev) == {("m", "copy-done.206"): "copy-start.206",
                                      ("m", "all-gather-done.1"): "all-gather-start.1"}
