@@ -52,7 +52,8 @@ class ModuleChoiceError(HloscopeError):
 
 def analyze(source: Any, *args: Any, chip: str | ChipSpec | None = None, target: str = "auto",
             topology: str | None = None, run: str | None = None, hlo: Iterable[str | os.PathLike[str]] = (),
-            module: str | None = None, **kwargs: Any) -> Report:
+            module: str | None = None, client: Any = None, workers: int | None = None,
+            scheduler: str | None = None, progress: bool = False, **kwargs: Any) -> Report:
     """Cost and score every instruction of a program -- compiling it first when given a function -- with
     measured times when given a trace.
 
@@ -71,7 +72,8 @@ def analyze(source: Any, *args: Any, chip: str | ChipSpec | None = None, target:
               or one Chrome trace ``*.trace.json.gz`` (TPU traces carry each op's HLO line and libtpu's own
               FLOPs/bytes).
         *args, **kwargs: example arguments of a function ``source`` (keywords named like this function's own
-            -- ``chip``, ``target``, ``topology``, ``run``, ``hlo``, ``module`` -- are taken as those: bind
+            -- ``chip``, ``target``, ``topology``, ``run``, ``hlo``, ``module``, ``client``, ``workers``,
+            ``scheduler``, ``progress`` -- are taken as those: bind
             such arguments with ``functools.partial``).
         chip: chip id or alias (``"tpu-v5e"``, ``"h100"``, ``"host"``) or a ``ChipSpec``. Required for
             programs and HLO inputs; for a trace, default: the chip its device kind names, or for a CPU trace
@@ -84,6 +86,12 @@ def analyze(source: Any, *args: Any, chip: str | ChipSpec | None = None, target:
             enough devices for the arguments' shardings.
         run: for a log dir, the run to read (default: newest).
         hlo: HLO text files to join a trace's events with, instead of the HLO protos embedded in the trace.
+        client, workers, scheduler, progress: for a profile run of several host files (a pod, a multi-node GPU
+            job): where the per-host tasks run on Dask (``hloscope.pod.analyze_run``): a
+            ``dask.distributed.Client``, a local cluster of ``workers`` processes (default: one per core, at most
+            one per file, for runs of 64 MB or more, else this process; ``0``: in this process), or the
+            ``scheduler`` address of a running cluster; ``progress`` shows a bar over hosts on a terminal. A run
+            of one file is read in this process.
         module: for a dump dir, part of the wanted module's name or dump file name (``"jit_train_step"``,
             ``"module_0044"``); a part that several files hold picks the one whose module name (or
             ``module_NNNN.<name>`` dump prefix) it is. Default: every module of the directory.
@@ -124,6 +132,11 @@ def analyze(source: Any, *args: Any, chip: str | ChipSpec | None = None, target:
                     report = _static([parse_hlo(path)], _resolve_chip(chip, None))
                 elif path.is_dir() and any(path.glob("*after_optimizations.txt")):
                     report = _dump_dir(path, module, _resolve_chip(chip, None))
+                elif not hlo and _many_hosts(path, run, client, workers, scheduler):
+                    from hloscope.pod import analyze_run
+
+                    report = analyze_run(path, run, chip, client=client, workers=workers, scheduler=scheduler,
+                                         progress=progress)
                 else:
                     report = _traced(path, run, chip, [Path(h) for h in hlo])
         except HloscopeError:
@@ -145,6 +158,17 @@ def analyze(source: Any, *args: Any, chip: str | ChipSpec | None = None, target:
     report.compile_s = program.compile_s
     report.analysis_s = program.text_s + time.perf_counter() - t0
     return report
+
+
+def _many_hosts(path: Path, run: str | None, client: Any, workers: int | None, scheduler: str | None) -> bool:
+    """Whether a profile path is read host file by host file (``hloscope.pod``): an XSpace run of several files,
+    or one for which a Dask cluster was named."""
+    if path.name.endswith((".trace.json.gz", ".trace.json")):
+        return False
+    from hloscope.parsers._trace_dir import find_xplane_files
+
+    _, files = find_xplane_files(path, run)
+    return len(files) > 1 or client is not None or scheduler is not None or workers is not None
 
 
 def _is_path(s: str) -> bool:
@@ -329,6 +353,7 @@ def scored_trace_report(costs, spec: ChipSpec, measured, files: list[str], with_
     from hloscope.roofline.tables import modules_frame, ops_frame
     from hloscope.steps.breakdown import merge_parts
     from hloscope.steps.columns import add_overlap_columns
+    from hloscope.steps.summary import stragglers
 
     notes.extend(measured.notes)
     ops = ops_frame(costs, spec, measured.per_op, measured.busy_s)
@@ -343,7 +368,7 @@ def scored_trace_report(costs, spec: ChipSpec, measured, files: list[str], with_
     add_overlap_columns(ops, table, hlo_modules, breakdown)
     notes.extend(breakdown.notes)
     return Report(ops, table, spec, coverage, notes, hlo_modules=hlo_modules, steps=breakdown.steps,
-                  gaps=breakdown.gaps)
+                  gaps=breakdown.gaps, stragglers=stragglers(breakdown.steps, breakdown.device_ops))
 
 
 def _chip_fit(ops, spec: ChipSpec, coverage: dict, score_on) -> list[str]:

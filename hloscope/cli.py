@@ -39,6 +39,12 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--module", metavar="NAME", help="for an XLA dump dir: report only the module whose name "
                         "or dump file name holds NAME (default: every module, ranked by roofline time)")
     report.add_argument("--top", metavar="N", type=_positive_int, default=25, help="ops shown (default: %(default)r)")
+    report.add_argument("--workers", metavar="N", type=int,
+                        help="a run of several host files: processes of a local Dask cluster (default: one per "
+                        "core, at most one per file, for runs of 64 MB or more; 0: in this process); "
+                        "docs/pod_scale.md")
+    report.add_argument("--scheduler", metavar="ADDRESS",
+                        help="a run of several host files: the address of a running Dask scheduler to use")
     report.add_argument("--advice", action="store_true",
                         help="end the table with what to change, ranked by the time it could save (docs/advice.md; "
                         "JSON and HTML always hold it)")
@@ -116,7 +122,8 @@ def _report(args: argparse.Namespace) -> int:
 
     _require_path(args.path)
     report = _with_status(args.path, lambda: analyze(args.path, chip=args.chip, run=args.run, hlo=args.hlo,
-                                                     module=args.module))
+                                                     module=args.module, workers=args.workers,
+                                                     scheduler=args.scheduler, progress=True))
     if args.format == "json":
         _emit(report.to_json() + "\n", args.output)
     elif args.format == "csv":

@@ -31,6 +31,7 @@ FORBIDDEN = {
                        "hloscope.pytest_plugin", "hloscope.cli"),
     "hloscope.advice": ("hloscope.report", "hloscope.compare", "hloscope.analysis", "hloscope.pytest_plugin",
                         "hloscope.cli"),
+    "hloscope.pod": ("hloscope.report", "hloscope.pytest_plugin", "hloscope.cli"),
     "hloscope.result": ("hloscope.report", "hloscope.compare", "hloscope.analysis", "hloscope.pytest_plugin",
                         "hloscope.cli"),
     "hloscope.compare": ("hloscope.report", "hloscope.analysis", "hloscope.pytest_plugin", "hloscope.cli"),

@@ -201,6 +201,17 @@ def _render_steps(console: Any, report: Report) -> None:
             t.add_row(literal(r["instruction"]), literal(r["comm_kind"]), _time(r["measured_s"]),
                       _time(r["exposed_comm_s"]), _time(r["overlapped_comm_s"]), _time(r["overlap_window_s"]))
         console.print(t)
+    if report.steps["host"].nunique() > 1:
+        _render_devices(console, report)
+    if report.stragglers is not None and len(report.stragglers):
+        t = Table(title="stragglers (devices the others wait for: ready time = late start + own work, per step)")
+        for col in ("device", "ready", "median device", "excess", "late start", "where the time went"):
+            t.add_column(col, justify="left" if col in ("device", "where the time went") else "right",
+                         overflow="fold")
+        for r in report.stragglers.head(10).to_dict(orient="records"):
+            t.add_row(literal(_device(r)), _time(r["ready_s"]), _time(r["median_ready_s"]), _time(r["excess_s"]),
+                      _time(r["late_start_s"]), literal(r["ops"]))
+        console.print(t)
     if report.gaps is not None and len(report.gaps):
         t = Table(title="longest idle gaps")
         for col in ("step", "device", "at", "gap", "after op", "before op"):
@@ -228,6 +239,24 @@ def _render_overlap_line(console: Any, report: Report) -> None:
     line += (f"; {len(windows)} async collective(s) have {_time(float(windows.sum()))} of work scheduled between start "
              "and done)" if len(windows) else ")")
     console.print(literal(line))
+
+
+def _render_devices(console: Any, report: Report) -> None:
+    """The per-host/per-device table of a run of several hosts (medians over steps), latest-ready first."""
+    from rich.table import Table
+
+    dev = report.per_device().sort_values("ready_s", ascending=False, kind="stable")
+    t = Table(title=literal(f"devices ({len(dev)} on {report.steps['host'].nunique()} hosts; medians over steps, "
+                            "latest-ready first)"))
+    for col in ("device", "wall", "busy", "idle", "exposed comm", "late start", "ready"):
+        t.add_column(col, justify="left" if col == "device" else "right")
+    shown = dev.head(16)
+    for r in shown.to_dict(orient="records"):
+        t.add_row(literal(_device(r)), _time(r["wall_s"]), _time(r["busy_s"]), _time(r["idle_s"]),
+                  _time(r["exposed_comm_s"]), _time(r["late_start_s"]), _time(r["ready_s"]))
+    console.print(t)
+    if len(dev) > len(shown):
+        console.print(literal(f"({len(dev) - len(shown)} more devices in --format json: steps[])", "dim"))
 
 
 def _device(r: dict[str, Any]) -> str:

@@ -64,7 +64,9 @@ class Report(ReportAssertions):
     and idle seconds, busy time split into compute, memory, exposed communication and other, communication hidden
     under other work, roofline time of the step) and ``gaps`` the longest idle gaps
     (``hloscope.steps.breakdown.GAP_COLUMNS``); both None for a static report. In the JSON as ``"steps"`` and
-    ``"gaps"``. ``step_summary()`` and ``steps_across_devices()`` read them (``hloscope.steps.summary``).
+    ``"gaps"``. ``step_summary()``, ``steps_across_devices()`` and ``per_device()`` read them
+    (``hloscope.steps.summary``). ``stragglers``: the devices the others wait for, with the ops that make the
+    difference (``hloscope.steps.summary.stragglers``; JSON ``"stragglers"``).
     """
 
     ops: pd.DataFrame
@@ -78,6 +80,7 @@ class Report(ReportAssertions):
     hlo_modules: list[Any] = field(default_factory=list, repr=False, compare=False)
     steps: pd.DataFrame | None = field(default=None, repr=False, compare=False)
     gaps: pd.DataFrame | None = field(default=None, repr=False, compare=False)
+    stragglers: pd.DataFrame | None = field(default=None, repr=False, compare=False)
     _memory: list[Any] | None = field(default=None, repr=False, compare=False)
     _advice: pd.DataFrame | None = field(default=None, repr=False, compare=False)
 
@@ -120,6 +123,13 @@ class Report(ReportAssertions):
 
         return across_devices(self.steps) if self.steps is not None and len(self.steps) else None
 
+    def per_device(self) -> pd.DataFrame | None:
+        """One row per host and device: medians over its steps of wall, busy, idle, exposed communication, late
+        start and ready time (``hloscope.steps.summary.per_device``); None without steps."""
+        from hloscope.steps.summary import per_device
+
+        return per_device(self.steps) if self.steps is not None and len(self.steps) else None
+
     def step_summary(self) -> dict[str, Any]:
         """Median and worst step time, the first step, median idle and exposed communication, the share of
         communication hidden, the worst straggler (``hloscope.steps.summary.step_summary``); ``{"steps": 0}``
@@ -146,6 +156,7 @@ class Report(ReportAssertions):
             "advice": _records(self.advice),
             "steps": _records(self.steps) if self.steps is not None else [],
             "gaps": _records(self.gaps) if self.gaps is not None else [],
+            "stragglers": _records(self.stragglers) if self.stragglers is not None else [],
         }
 
     def to_json(self, indent: int | None = 1) -> str:
@@ -200,6 +211,12 @@ class Report(ReportAssertions):
         except (KeyError, TypeError, AttributeError) as err:
             raise ReportSchemaError(source, f"bad \"memory\" entry: {err}") from None
         steps, gaps = _step_frames(data, source)
+        from hloscope.steps.summary import STRAGGLER_COLUMNS
+
+        strag = data.get("stragglers") or []
+        if not isinstance(strag, list) or not all(isinstance(a, dict) for a in strag):
+            raise ReportSchemaError(source, "\"stragglers\" must be a list of objects")
+        strag_frame = pd.DataFrame(strag, columns=STRAGGLER_COLUMNS) if steps is not None else None
         from hloscope.advice import ADVICE_COLUMNS
 
         advice = data.get("advice") or []
@@ -209,7 +226,7 @@ class Report(ReportAssertions):
         advice_frame["gain_s"] = pd.to_numeric(advice_frame["gain_s"], errors="coerce")
         return cls(frame, modules, chip_from_dict(data["chip"]), dict(data.get("coverage") or {}),
                    list(data.get("notes") or []), dict(data.get("compiled_for") or {}), steps=steps, gaps=gaps,
-                   _memory=memory or None, _advice=advice_frame)
+                   stragglers=strag_frame, _memory=memory or None, _advice=advice_frame)
 
 
 def _step_frames(data: dict[str, Any], source: str) -> tuple[pd.DataFrame | None, pd.DataFrame | None]:

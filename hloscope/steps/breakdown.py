@@ -60,10 +60,13 @@ if TYPE_CHECKING:
 STEP_COLUMNS = [
     "step", "host", "device", "device_id", "module", "source", "first", "start_s", "wall_s", "busy_s", "idle_s",
     "compute_s", "memory_s", "exposed_comm_s", "other_s", "comm_s", "overlapped_comm_s", "comm_hidden_fraction",
-    "roofline_s", "roofline_fraction", "finish_s", "longest_gap_s", "events", "by_category_s",
+    "roofline_s", "roofline_fraction", "late_start_s", "finish_s", "longest_gap_s", "events", "by_category_s",
 ]
 #: The gaps table's columns (the longest idle gaps of the trace, longest first).
 GAP_COLUMNS = ["step", "host", "device", "device_id", "start_s", "duration_s", "before", "after"]
+#: Per device and op: the self time over the whole trace and the device's number of step windows (what a
+#: straggler's ops are compared with: ``hloscope.steps.summary.stragglers``).
+DEVICE_OP_COLUMNS = ["host", "device", "device_id", "module", "instruction", "self_ps", "windows"]
 #: Gaps kept in the gaps table.
 TOP_GAPS = 20
 
@@ -85,12 +88,14 @@ class StepBreakdown:
         op_overlap: (module, instruction) of each collective that ran -> (exposed seconds, overlapped seconds)
             per module run and device (the unit of the ops table's ``measured_s``).
         notes: how the windows were found, in words.
+        device_ops: ``DEVICE_OP_COLUMNS`` of every device (for ``summary.stragglers``).
     """
 
     steps: pd.DataFrame
     gaps: pd.DataFrame
     op_overlap: dict[tuple[str, str], tuple[float, float]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    device_ops: pd.DataFrame | None = None
 
 
 @dataclass
@@ -105,6 +110,7 @@ class HostPart:
             host's events.
         origin_ps: the host's earliest op start or step-window start.
         notes: how its windows were found.
+        device_ops: ``DEVICE_OP_COLUMNS``: each device's self time per op over the trace, and its windows.
     """
 
     steps: pd.DataFrame
@@ -112,6 +118,7 @@ class HostPart:
     exposure_ps: dict[tuple[str, str], tuple[int, int]]
     origin_ps: int
     notes: list[str] = field(default_factory=list)
+    device_ops: pd.DataFrame | None = None
 
 
 def step_breakdown(events: TraceEvents, ops: pd.DataFrame, runs: Mapping[str, float],
@@ -205,6 +212,7 @@ def host_part(events: TraceEvents, info: Mapping[tuple[str, str], tuple],
 
     rows: list[dict] = []
     gap_rows: list[tuple] = []
+    device_ops: list[tuple] = []
     exposed_ps = np.zeros(len(ev), np.int64)
     overlapped_ps = np.zeros(len(ev), np.int64)
     self_all = ev["self_ps"].to_numpy(np.int64)
@@ -241,6 +249,12 @@ def host_part(events: TraceEvents, info: Mapping[tuple[str, str], tuple],
         n_events = np.bincount(wi_in, minlength=n_win)
         finish = np.full(n_win, np.iinfo(np.int64).min)
         np.maximum.at(finish, wi_in, np.minimum(e[inside], hi[wi_in]))
+        first = np.full(n_win, np.iinfo(np.int64).max)
+        np.minimum.at(first, wi_in, s[inside])
+        own = np.bincount(pair[ix], weights=self_all[ix], minlength=len(names))
+        for k in np.flatnonzero(own).tolist():
+            device_ops.append((str(host), str(device), int(device_id), names[k][0], names[k][1], int(own[k]),
+                               len(lo)))
         by_cat = pd.Series(self_all[ix][inside]).groupby([wi_in, category[ix][inside]]).sum()
         longest, top = _gaps(u_all, lo, hi, s, e, ix)
         for k, row in enumerate(w.itertuples(index=False)):
@@ -257,12 +271,14 @@ def host_part(events: TraceEvents, info: Mapping[tuple[str, str], tuple],
                 "comm_hidden_fraction": (comm[k] - exposed[k]) / comm[k] if comm[k] else float("nan"),
                 "roofline_s": float(roof_w[k]) if not unknown_roof[k] or roof_w[k] else float("nan"),
                 "roofline_fraction": float("nan"), "events": int(n_events[k]),
+                "late_start_s": (int(first[k]) - int(lo[k])) / 1e12 if n_events[k] else float("nan"),
                 "finish_s": (int(finish[k]) - int(lo[k])) / 1e12 if n_events[k] else float("nan"),
                 "longest_gap_s": longest[k] / 1e12,
                 "by_category_s": {str(cat): v / 1e12 for cat, v in cats.items()} if cats is not None else {},
             })
-        gap_rows.extend((int(w["step"].iloc[k]), str(host), str(device), int(device_id), g0, g1 - g0,
-                         _event_label(ev, before), _event_label(ev, after)) for k, g0, g1, before, after in top)
+        steps_of = w["step"].tolist()
+        gap_rows.extend((int(steps_of[k]), str(host), str(device), int(device_id), g0, g1 - g0, before, after)
+                        for k, g0, g1, before, after in top)
     part_columns = ["start_ps" if c == "start_s" else c for c in STEP_COLUMNS]
     steps = pd.DataFrame(rows, columns=part_columns)
     if len(steps):
@@ -270,8 +286,12 @@ def host_part(events: TraceEvents, info: Mapping[tuple[str, str], tuple],
         steps["first"] = (steps["start_ps"] == first_step) & (steps["source"] != "trace")
     gap_columns = [{"start_s": "start_ps", "duration_s": "duration_ps"}.get(c, c) for c in GAP_COLUMNS]
     gaps = pd.DataFrame(gap_rows, columns=gap_columns).sort_values("duration_ps", ascending=False, kind="stable")
+    gaps = gaps.head(TOP_GAPS).reset_index(drop=True)  # (labels only for the gaps kept)
+    gaps["before"] = [_event_label(ev, j) for j in gaps["before"].tolist()]
+    gaps["after"] = [_event_label(ev, j) for j in gaps["after"].tolist()]
     exposure = _exposure(pair, names, is_comm, exposed_ps, overlapped_ps)
-    return HostPart(steps, gaps.head(TOP_GAPS).reset_index(drop=True), exposure, origin, notes)
+    return HostPart(steps, gaps, exposure, origin, notes,
+                    pd.DataFrame(device_ops, columns=DEVICE_OP_COLUMNS))
 
 
 def merge_parts(parts: list[HostPart], runs: Mapping[str, float]) -> StepBreakdown:
@@ -303,7 +323,9 @@ def merge_parts(parts: list[HostPart], runs: Mapping[str, float]) -> StepBreakdo
     op_overlap = {k: (x / 1e12 / (runs.get(k[0]) or 1.0), o / 1e12 / (runs.get(k[0]) or 1.0))
                   for k, (x, o) in exposure.items()}
     notes = list(dict.fromkeys(n for p in parts for n in p.notes))
-    return StepBreakdown(steps, gaps, op_overlap, notes)
+    dev_frames = [p.device_ops for p in parts if p.device_ops is not None and len(p.device_ops)]
+    device_ops = pd.concat(dev_frames, ignore_index=True) if dev_frames else pd.DataFrame(columns=DEVICE_OP_COLUMNS)
+    return StepBreakdown(steps, gaps, op_overlap, notes, device_ops)
 
 
 #: A done's operand in its HLO line: the first ``%name`` after ``-done(`` (its type, a tuple, comes first).

@@ -86,3 +86,67 @@ def step_summary(steps: pd.DataFrame) -> dict[str, Any]:
         "worst_straggler": strag["slowest_device"] if int(strag["devices"]) > 1 else None,
         "worst_straggler_gap_s": float(strag["straggler_gap_s"]),
     }
+
+
+#: A device is a straggler when its ready time exceeds the median device's by more than this share ...
+STRAGGLER_SHARE = 0.10
+#: ... and by more than this share of the median step wall time (noise on tiny steps is not a straggler).
+STRAGGLER_MIN_OF_WALL = 0.05
+#: Columns of :func:`per_device`.
+DEVICE_COLUMNS = ["host", "device", "device_id", "steps", "wall_s", "busy_s", "idle_s", "exposed_comm_s",
+                  "late_start_s", "own_s", "ready_s"]
+#: Columns of :func:`stragglers`.
+STRAGGLER_COLUMNS = ["host", "device", "device_id", "ready_s", "median_ready_s", "excess_s", "late_start_s",
+                     "ops"]
+
+
+def per_device(steps: pd.DataFrame) -> pd.DataFrame:
+    """One row per device: medians over its steps of wall, busy, idle and exposed-communication time, of its late
+    start (window start to its first op), of ``own_s = wall - idle - exposed communication`` (the time it worked
+    rather than waited) and of ``ready_s = late_start + own`` -- when the device would have been ready for the
+    step's end had it never waited for another: a device the others wait for has the largest."""
+    import pandas as pd
+
+    s = steps.assign(own_s=steps["wall_s"] - steps["idle_s"] - steps["exposed_comm_s"])
+    s = s.assign(ready_s=s["late_start_s"].fillna(0.0) + s["own_s"])
+    g = s.groupby(["host", "device", "device_id"], sort=True)
+    out = g[["wall_s", "busy_s", "idle_s", "exposed_comm_s", "late_start_s", "own_s", "ready_s"]].median()
+    out.insert(0, "steps", g.size())
+    return out.reset_index()[DEVICE_COLUMNS] if len(out) else pd.DataFrame(columns=DEVICE_COLUMNS)
+
+
+def stragglers(steps: pd.DataFrame, device_ops: pd.DataFrame | None, top_ops: int = 3) -> pd.DataFrame:
+    """The devices whose ready time (:func:`per_device`) exceeds the median device's by more than
+    ``STRAGGLER_SHARE`` (and ``STRAGGLER_MIN_OF_WALL`` of the median wall time), with the ops that make the
+    difference: the ``top_ops`` whose self time per step on that device most exceeds the median over devices
+    (``device_ops``), and its late start when that is where the time went."""
+    import pandas as pd
+
+    dev = per_device(steps)
+    if len(dev) < 2:
+        return pd.DataFrame(columns=STRAGGLER_COLUMNS)
+    median_ready = float(dev["ready_s"].median())
+    floor = max(STRAGGLER_SHARE * median_ready, STRAGGLER_MIN_OF_WALL * float(dev["wall_s"].median()))
+    slow = dev[dev["ready_s"] - median_ready > floor]
+    per_step = None
+    if device_ops is not None and len(device_ops):
+        per_step = device_ops.assign(self_s=device_ops["self_ps"] / 1e12 / device_ops["windows"].clip(lower=1))
+        typical = per_step.groupby(["module", "instruction"])["self_s"].median().rename("median_s")
+        per_step = per_step.join(typical, on=["module", "instruction"])
+    rows = []
+    for r in slow.itertuples(index=False):
+        parts = []
+        late = float(r.late_start_s) - float(dev["late_start_s"].median())
+        if late > 0.25 * (r.ready_s - median_ready):
+            parts.append(f"late start (+{late * 1e3:.3g} ms)")
+        if per_step is not None:
+            mine = per_step[(per_step["host"] == r.host) & (per_step["device"] == r.device)
+                            & (per_step["device_id"] == r.device_id)]
+            excess = (mine["self_s"] - mine["median_s"]).sort_values(ascending=False)
+            for k in excess.index[:top_ops]:
+                if excess[k] > 0:
+                    parts.append(f"{mine.at[k, 'instruction']} (+{excess[k] * 1e3:.3g} ms)")
+        rows.append((r.host, r.device, int(r.device_id), float(r.ready_s), median_ready,
+                     float(r.ready_s) - median_ready, float(r.late_start_s), ", ".join(parts)))
+    return pd.DataFrame(rows, columns=STRAGGLER_COLUMNS).sort_values("excess_s", ascending=False,
+                                                                      kind="stable").reset_index(drop=True)
