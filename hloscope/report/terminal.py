@@ -195,11 +195,13 @@ def _render_steps(console: Any, report: Report) -> None:
     exposed = report.ops[report.ops["exposed_comm_s"] > 0].sort_values("exposed_comm_s", ascending=False).head(5)
     if len(exposed):
         t = Table(title="collectives with the most exposed time (per step and device)")
-        for col in ("instruction", "comm kind", "measured", "exposed", "overlapped", "overlap window (roofline)"):
+        for col in ("instruction", "comm kind", "measured", "slowest participant", "exposed", "overlapped",
+                    "overlap window (roofline)"):
             t.add_column(col, justify="left" if col in ("instruction", "comm kind") else "right")
         for r in exposed.to_dict(orient="records"):
             t.add_row(literal(r["instruction"]), literal(r["comm_kind"]), _time(r["measured_s"]),
-                      _time(r["exposed_comm_s"]), _time(r["overlapped_comm_s"]), _time(r["overlap_window_s"]))
+                      _time(r["slowest_participant_s"]), _time(r["exposed_comm_s"]), _time(r["overlapped_comm_s"]),
+                      _time(r["overlap_window_s"]))
         console.print(t)
     if report.steps["host"].nunique() > 1:
         _render_devices(console, report)

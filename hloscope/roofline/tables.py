@@ -24,7 +24,7 @@ OP_COLUMNS = [
     "flops", "transcendentals", "hbm_bytes", "hbm_read_bytes", "hbm_write_bytes", "wire_bytes", "comm_kind",
     "group_size", "dtype", "intensity", "critical_intensity", "compute_s", "memory_s", "comm_s", "roofline_s",
     "bound", "measured_s", "occurrences", "step_fraction", "efficiency", "achieved_flops_per_s",
-    "achieved_bytes_per_s", "lost_s", "overlap_window_s", "exposed_comm_s", "overlapped_comm_s", "caveats",
+    "achieved_bytes_per_s", "lost_s", "overlap_window_s", "exposed_comm_s", "overlapped_comm_s", "slowest_participant_s", "caveats",
     "result_shape",
 ]
 

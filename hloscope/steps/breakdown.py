@@ -67,6 +67,9 @@ GAP_COLUMNS = ["step", "host", "device", "device_id", "start_s", "duration_s", "
 #: Per device and op: the self time over the whole trace and the device's number of step windows (what a
 #: straggler's ops are compared with: ``hloscope.steps.summary.stragglers``).
 DEVICE_OP_COLUMNS = ["host", "device", "device_id", "module", "instruction", "self_ps", "windows"]
+#: A collective instance, the same on every host: the step, the op, its n-th execution in the step; with the
+#: longest and the summed duration (ps) of its participants, and how many there were.
+INSTANCE_COLUMNS = ["step", "module", "instruction", "k", "max_ps", "sum_ps", "count"]
 #: Gaps kept in the gaps table.
 TOP_GAPS = 20
 
@@ -89,6 +92,8 @@ class StepBreakdown:
             per module run and device (the unit of the ops table's ``measured_s``).
         notes: how the windows were found, in words.
         device_ops: ``DEVICE_OP_COLUMNS`` of every device (for ``summary.stragglers``).
+        slowest_participant: (module, instruction) of each collective -> (slowest participant's seconds, mean
+            participant's seconds) per module run and device, its instances joined across hosts.
     """
 
     steps: pd.DataFrame
@@ -96,6 +101,7 @@ class StepBreakdown:
     op_overlap: dict[tuple[str, str], tuple[float, float]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     device_ops: pd.DataFrame | None = None
+    slowest_participant: dict[tuple[str, str], tuple[float, float]] = field(default_factory=dict)
 
 
 @dataclass
@@ -111,6 +117,8 @@ class HostPart:
         origin_ps: the host's earliest op start or step-window start.
         notes: how its windows were found.
         device_ops: ``DEVICE_OP_COLUMNS``: each device's self time per op over the trace, and its windows.
+        collective_instances: ``INSTANCE_COLUMNS``: each collective instance -- (step, op, n-th of that op in
+            the step) -- with the longest, the summed and the number of its participants' durations on this host.
     """
 
     steps: pd.DataFrame
@@ -119,6 +127,7 @@ class HostPart:
     origin_ps: int
     notes: list[str] = field(default_factory=list)
     device_ops: pd.DataFrame | None = None
+    collective_instances: pd.DataFrame | None = None
 
 
 def step_breakdown(events: TraceEvents, ops: pd.DataFrame, runs: Mapping[str, float],
@@ -213,6 +222,7 @@ def host_part(events: TraceEvents, info: Mapping[tuple[str, str], tuple],
     rows: list[dict] = []
     gap_rows: list[tuple] = []
     device_ops: list[tuple] = []
+    instances: list[pd.DataFrame] = []
     exposed_ps = np.zeros(len(ev), np.int64)
     overlapped_ps = np.zeros(len(ev), np.int64)
     self_all = ev["self_ps"].to_numpy(np.int64)
@@ -255,6 +265,13 @@ def host_part(events: TraceEvents, info: Mapping[tuple[str, str], tuple],
         for k in np.flatnonzero(own).tolist():
             device_ops.append((str(host), str(device), int(device_id), names[k][0], names[k][1], int(own[k]),
                                len(lo)))
+        ci_in = inside & c  # collective instances: (step, op, n-th of that op in the step) -> duration
+        if ci_in.any():
+            steps_of_w = w["step"].to_numpy()
+            inst = pd.DataFrame({"step": steps_of_w[wi[ci_in]], "pair": pair[ix][ci_in],
+                                 "dur": e[ci_in] - s[ci_in]})
+            inst["k"] = inst.groupby(["step", "pair"]).cumcount()
+            instances.append(inst)
         by_cat = pd.Series(self_all[ix][inside]).groupby([wi_in, category[ix][inside]]).sum()
         longest, top = _gaps(u_all, lo, hi, s, e, ix)
         for k, row in enumerate(w.itertuples(index=False)):
@@ -290,8 +307,15 @@ def host_part(events: TraceEvents, info: Mapping[tuple[str, str], tuple],
     gaps["before"] = [_event_label(ev, j) for j in gaps["before"].tolist()]
     gaps["after"] = [_event_label(ev, j) for j in gaps["after"].tolist()]
     exposure = _exposure(pair, names, is_comm, exposed_ps, overlapped_ps)
+    coll = pd.DataFrame(columns=INSTANCE_COLUMNS)
+    if instances:
+        allinst = pd.concat(instances, ignore_index=True)
+        g = allinst.groupby(["step", "pair", "k"])["dur"].agg(["max", "sum", "count"]).reset_index()
+        coll = pd.DataFrame({"step": g["step"], "module": [names[p][0] for p in g["pair"]],
+                             "instruction": [names[p][1] for p in g["pair"]], "k": g["k"], "max_ps": g["max"],
+                             "sum_ps": g["sum"], "count": g["count"]})[INSTANCE_COLUMNS]
     return HostPart(steps, gaps, exposure, origin, notes,
-                    pd.DataFrame(device_ops, columns=DEVICE_OP_COLUMNS))
+                    pd.DataFrame(device_ops, columns=DEVICE_OP_COLUMNS), coll)
 
 
 def merge_parts(parts: list[HostPart], runs: Mapping[str, float]) -> StepBreakdown:
@@ -325,7 +349,30 @@ def merge_parts(parts: list[HostPart], runs: Mapping[str, float]) -> StepBreakdo
     notes = list(dict.fromkeys(n for p in parts for n in p.notes))
     dev_frames = [p.device_ops for p in parts if p.device_ops is not None and len(p.device_ops)]
     device_ops = pd.concat(dev_frames, ignore_index=True) if dev_frames else pd.DataFrame(columns=DEVICE_OP_COLUMNS)
-    return StepBreakdown(steps, gaps, op_overlap, notes, device_ops)
+    return StepBreakdown(steps, gaps, op_overlap, notes, device_ops, _slowest_participant(parts, runs))
+
+
+def _slowest_participant(parts: list[HostPart], runs: Mapping[str, float]) -> dict[tuple[str, str], tuple]:
+    """(module, instruction) of each collective -> (seconds of its slowest participant, seconds of its mean
+    participant), per module run and device: each instance -- joined across hosts by step, op and its n-th
+    execution in the step -- counts the longest of its participants' durations, summed over instances and divided
+    by the runs per device (``runs`` over the participants of an instance)."""
+    import pandas as pd
+
+    frames = [p.collective_instances for p in parts
+              if p.collective_instances is not None and len(p.collective_instances)]
+    if not frames:
+        return {}
+    allinst = pd.concat(frames, ignore_index=True)
+    g = allinst.groupby(["module", "instruction", "step", "k"]).agg(
+        max_ps=("max_ps", "max"), sum_ps=("sum_ps", "sum"), count=("count", "sum")).reset_index()
+    out = {}
+    for (m, i), x in g.groupby(["module", "instruction"]):
+        participants = float(x["count"].max())
+        per_device_runs = (runs.get(m) or 1.0) / max(participants, 1.0)
+        out[(m, i)] = (float(x["max_ps"].sum()) / 1e12 / per_device_runs,
+                       float((x["sum_ps"] / x["count"]).sum()) / 1e12 / per_device_runs)
+    return out
 
 
 #: A done's operand in its HLO line: the first ``%name`` after ``-done(`` (its type, a tuple, comes first).

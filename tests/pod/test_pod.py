@@ -72,3 +72,21 @@ def test_cli_workers_flag(capsys):
     assert main(["report", str(SLOW), "--chip", "h100", "--workers", "0", "--top", "2"]) == 0
     out = capsys.readouterr().out
     assert "stragglers" in out and "devices (4 on 2 hosts" in out
+
+
+def test_slowest_participant_of_each_all_reduce():
+    """Each all-reduce instance joined across the two hosts by step: its longest participant is one of host0's
+    devices (they wait for the slowed host1). By hand from the raw events: per step, the longest of the four
+    devices' all-reduce events, averaged over the steps."""
+    from hloscope.parsers.events import read_trace
+
+    r = hloscope.analyze(SLOW, chip="h100", workers=0)
+    op = r.ops[r.ops["category"] == "collective"].iloc[0]
+    ev = read_trace(SLOW).ops
+    ev = ev[ev["instruction"].astype(str) == op["instruction"]]
+    per_step = ev.assign(dur=ev["duration_ps"] / 1e12).groupby("step")["dur"]
+    assert op["slowest_participant_s"] == pytest.approx(per_step.max().mean())
+    assert op["slowest_participant_s"] > 1.25 * op["measured_s"]  # the mean participant's (measured_s)
+    host0 = ev[ev["host"].astype(str) == "host0"]
+    assert per_step.max().tolist() == pytest.approx(
+        host0.assign(dur=host0["duration_ps"] / 1e12).groupby("step")["dur"].max().tolist())
