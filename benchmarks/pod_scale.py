@@ -48,7 +48,8 @@ def main():
         from distributed import Client
         from hloscope.pod.run import _local_cluster
         client = Client(_local_cluster(workers))
-        client.run(lambda: __import__("hloscope.pod.host"))  # a cluster that is up has imported its code
+        from hloscope.pod.host import warm_up
+        client.run(warm_up)  # a cluster that is up has imported its code
     t0 = time.perf_counter()
     if mode == "all":
         r = _traced(Path(run), None, "h100", [])

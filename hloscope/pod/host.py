@@ -96,6 +96,17 @@ def _peak_rss_bytes() -> int:
         return 0
 
 
-def _run_all(paths: list[str], info: Mapping, async_pairs: Mapping, hlo_texts: Any) -> list[HostResult]:
-    """Serially, in this process (one file, or ``workers=0``)."""
+def reduce_hosts(paths: list[str], info: Mapping[tuple[str, str], tuple], async_pairs: Mapping[tuple[str, str], str],
+                 hlo_texts: Mapping[str, str] | None = None) -> list[HostResult]:
+    """``reduce_host`` of several files, one after another (one Dask task for a batch of small host files: the
+    scheduler's round trip per task costs more than reading a small file)."""
     return [reduce_host(p, info, async_pairs, hlo_texts) for p in paths]
+
+
+def warm_up() -> None:
+    """Import what ``reduce_host`` uses (run on every worker of a cluster once: a worker's first task would
+    otherwise pay for importing pandas and the readers, ~0.5 s)."""
+    import hloscope.parsers._xspace_events  # noqa: F401
+    import hloscope.roofline.join  # noqa: F401
+    import hloscope.steps.breakdown  # noqa: F401
+    import hloscope.steps.windows  # noqa: F401

@@ -114,7 +114,7 @@ def analyze_run(path: str | os.PathLike[str], run: str | None = None, chip: str 
 
 def _map_hosts(files: list[str], info, pairs, texts, client, workers, scheduler, progress) -> list[HostResult]:
     """``reduce_host`` of every file, in file order, on the cluster the arguments name (module docstring)."""
-    from hloscope.pod.host import reduce_host
+    from hloscope.pod.host import reduce_host, reduce_hosts
 
     if workers is None and client is None and scheduler is None:
         size = sum(os.path.getsize(f) for f in files if os.path.exists(f))
@@ -129,22 +129,50 @@ def _map_hosts(files: list[str], info, pairs, texts, client, workers, scheduler,
         else:
             client = own = Client(_local_cluster(workers or min(os.cpu_count() or 1, len(files))))
     try:
+        from hloscope.pod.host import warm_up
+
+        client.run(warm_up)
         shared = client.scatter([info, pairs, texts], broadcast=True)
-        futures = client.map(reduce_host, files, info=shared[0], async_pairs=shared[1], hlo_texts=shared[2],
+        batches = _batches(files, len(client.scheduler_info().get("workers", {})) or 1)
+        futures = client.map(reduce_hosts, batches, info=shared[0], async_pairs=shared[1], hlo_texts=shared[2],
                              pure=False)
         order = {f.key: i for i, f in enumerate(futures)}
-        results: list[Any] = [None] * len(files)
+        results: list[Any] = [None] * len(batches)
         from distributed import as_completed
 
-        for fut in _shown(as_completed(futures), progress, total=len(files)):
+        for fut in _shown(as_completed(futures), progress, total=len(batches)):
             results[order[fut.key]] = fut.result()
-        return results
+        return [r for batch in results for r in batch]
     finally:
         if own is not None:
             cluster = own.cluster
             own.close()
             if cluster is not None:
                 cluster.close()
+
+
+#: A task reads host files until it holds at least this many bytes of them (one file at a time), or the run is
+#: split into ``4 x workers`` tasks, whichever gives more tasks: a file of tens of MB is one task; 64 files of
+#: 52 kB are 8 tasks on 2 workers, not 64 scheduler round trips.
+BATCH_BYTES = 32 * 2**20
+
+
+def _batches(files: list[str], workers: int) -> list[list[str]]:
+    """``files`` in consecutive batches (see ``BATCH_BYTES``), each file in one batch, order kept."""
+    sizes = [os.path.getsize(f) if os.path.exists(f) else 0 for f in files]
+    by_count = max(1, -(-len(files) // (4 * workers)))  # at most this many files per task
+    out: list[list[str]] = []
+    cur: list[str] = []
+    held = 0
+    for f, size in zip(files, sizes):
+        if cur and (held + size > BATCH_BYTES or len(cur) >= by_count):
+            out.append(cur)
+            cur, held = [], 0
+        cur.append(f)
+        held += size
+    if cur:
+        out.append(cur)
+    return out
 
 
 def _local_cluster(n: int):

@@ -226,8 +226,11 @@ def host_part(events: TraceEvents, info: Mapping[tuple[str, str], tuple],
     exposed_ps = np.zeros(len(ev), np.int64)
     overlapped_ps = np.zeros(len(ev), np.int64)
     self_all = ev["self_ps"].to_numpy(np.int64)
+    win_of = {k: g for k, g in windows.groupby(["host", "device", "device_id"], sort=False)} if len(windows) else {}
+    cat_names, cat_codes = np.unique(category.astype(str), return_inverse=True)
+    cat_codes = cat_codes.reshape(-1)
     for (host, device, device_id), ix in groups.items():
-        w = windows[(windows["host"] == host) & (windows["device"] == device) & (windows["device_id"] == device_id)]
+        w = win_of.get((host, device, device_id), windows.iloc[0:0])
         lo = w["start_ps"].to_numpy(np.int64)
         hi = w["end_ps"].to_numpy(np.int64)
         s, e = start[ix], end[ix]
@@ -272,11 +275,15 @@ def host_part(events: TraceEvents, info: Mapping[tuple[str, str], tuple],
                                  "dur": e[ci_in] - s[ci_in]})
             inst["k"] = inst.groupby(["step", "pair"]).cumcount()
             instances.append(inst)
-        by_cat = pd.Series(self_all[ix][inside]).groupby([wi_in, category[ix][inside]]).sum()
+        n_cat = len(cat_names)
+        by_cat = np.bincount(wi_in * n_cat + cat_codes[ix][inside], weights=self_all[ix][inside],
+                             minlength=n_win * n_cat).reshape(n_win, n_cat) if n_win else np.zeros((0, n_cat))
+        cat_seen = np.bincount(wi_in * n_cat + cat_codes[ix][inside],
+                               minlength=n_win * n_cat).reshape(n_win, n_cat) if n_win else np.zeros((0, n_cat))
         longest, top = _gaps(u_all, lo, hi, s, e, ix)
         for k, row in enumerate(w.itertuples(index=False)):
             wall = int(hi[k] - lo[k])
-            cats = by_cat.get(k) if n_events[k] else None
+            cats = {str(cat_names[j]): by_cat[k, j] for j in np.flatnonzero(cat_seen[k])} if n_events[k] else None
             rows.append({
                 "step": int(row.step), "host": str(host), "device": str(device), "device_id": int(device_id),
                 "module": row.module, "source": row.source, "first": False,
@@ -291,7 +298,7 @@ def host_part(events: TraceEvents, info: Mapping[tuple[str, str], tuple],
                 "late_start_s": (int(first[k]) - int(lo[k])) / 1e12 if n_events[k] else float("nan"),
                 "finish_s": (int(finish[k]) - int(lo[k])) / 1e12 if n_events[k] else float("nan"),
                 "longest_gap_s": longest[k] / 1e12,
-                "by_category_s": {str(cat): v / 1e12 for cat, v in cats.items()} if cats is not None else {},
+                "by_category_s": {str(cat): float(v) / 1e12 for cat, v in cats.items()} if cats is not None else {},
             })
         steps_of = w["step"].tolist()
         gap_rows.extend((int(steps_of[k]), str(host), str(device), int(device_id), g0, g1 - g0, before, after)

@@ -45,9 +45,16 @@ def step_windows(events: TraceEvents, devices: pd.DataFrame) -> tuple[pd.DataFra
     runs = events.module_runs
     rows: list[tuple] = []
     used: dict[str, int] = {}
+    by_device, by_host = _marker_index(markers)
     for host, device, device_id, first_ps, last_ps in devices[
             ["host", "device", "device_id", "first_ps", "last_ps"]].itertuples(index=False):
-        mine, source = _markers_for(markers, str(host), str(device), int(device_id))
+        key = (str(host), str(device), int(device_id))
+        if key in by_device:
+            mine, source = by_device[key], "device steps"
+        elif str(host) in by_host:
+            mine, source = by_host[str(host)], "host steps"
+        else:
+            mine, source = [], ""
         if mine:
             rows.extend((host, device, device_id, step, "", source, s, e) for step, s, e in mine)
         elif len(runs):
@@ -77,18 +84,21 @@ def step_windows(events: TraceEvents, devices: pd.DataFrame) -> tuple[pd.DataFra
     return windows, notes
 
 
-def _markers_for(markers: pd.DataFrame, host: str, device: str, device_id: int
-                 ) -> tuple[list[tuple[int, int, int]], str]:
-    """``[(step, start_ps, end_ps)]`` of a device: its own markers, else its host's (see the module docstring)."""
+def _marker_index(markers: pd.DataFrame) -> tuple[dict[tuple[str, str, int], list], dict[str, list]]:
+    """The markers as ``_widest`` regions: per device (its own markers, ``device_id >= 0``) and per host (the
+    host plane's, ``device_id < 0``)."""
+    by_device: dict[tuple[str, str, int], list] = {}
+    by_host: dict[str, list] = {}
     if not len(markers):
-        return [], ""
-    same_host = markers["host"].astype(str) == host
-    own = markers[same_host & (markers["device"].astype(str) == device) & (markers["device_id"] == device_id)
-                  & (markers["device_id"] >= 0)]
-    if len(own):
-        return _widest(own), "device steps"
-    on_host = markers[same_host & (markers["device_id"] < 0)]
-    return (_widest(on_host), "host steps") if len(on_host) else ([], "")
+        return by_device, by_host
+    hosts = markers["host"].astype(str)
+    devices = markers["device"].astype(str)
+    own = markers["device_id"] >= 0
+    for (h, d, i), g in markers[own].groupby([hosts[own], devices[own], markers.loc[own, "device_id"]], sort=False):
+        by_device[(h, d, int(i))] = _widest(g)
+    for h, g in markers[~own].groupby(hosts[~own], sort=False):
+        by_host[h] = _widest(g)
+    return by_device, by_host
 
 
 def _widest(m: pd.DataFrame) -> list[tuple[int, int, int]]:
