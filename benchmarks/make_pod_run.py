@@ -298,11 +298,22 @@ def cache_dir() -> Path:
     return Path(os.environ.get("HLOSCOPE_BENCH_CACHE") or Path.home() / ".cache" / "hloscope-bench")
 
 
+def _shown_path(p: Path) -> str:
+    """``p`` relative to the repository when inside it, else as is (a --source-dir elsewhere)."""
+    try:
+        return str(p.relative_to(REPO))
+    except ValueError:
+        return str(p)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--hosts", type=int, default=64, help="number of hosts (files) in the run (default 64)")
     ap.add_argument("--source", choices=list(SOURCES), default="slow",
                     help="capture to replicate: slow (cpu_multihost_slow, default) or normal (cpu_multihost)")
+    ap.add_argument("--source-dir", type=Path,
+                    help="a capture dir of fixtures/make_pod_profiles.py to replicate instead of --source's "
+                    "(e.g. one made with --steps 200 --out DIR: larger host files)")
     ap.add_argument("--slow-index", type=int, default=17, help="host index that gets the slowed host (default 17)")
     ap.add_argument("--out", type=Path, help="log dir to write (wiped first); default under the bench cache")
     ap.add_argument("--skew-us", type=float, default=0.0,
@@ -316,7 +327,7 @@ def main(argv=None):
     if a.copy_bytes and a.skew_us:
         ap.error("--skew-us needs the rewrite (drop --copy-bytes)")
 
-    src_root = SOURCES[a.source]
+    src_root = a.source_dir if a.source_dir is not None else SOURCES[a.source]
     timing = json.loads((src_root / "timing.json").read_text())
     src_run = src_root / "plugins" / "profile" / "run0"
     src_files = {int(p.name[len("host"):-len(".xplane.pb")]): p for p in sorted(src_run.glob("host*.xplane.pb"))}
@@ -353,7 +364,7 @@ def main(argv=None):
                                            local_devices=local_devices, hostname=name))
         devices = ([DEVICE_ID_STRIDE * src + j for j in range(local_devices)] if a.copy_bytes
                    else [DEVICE_ID_STRIDE * k + j for j in range(local_devices)])
-        hosts.append({"host": name, "source": str(src_files[src].relative_to(REPO)), "source_process": src,
+        hosts.append({"host": name, "source": _shown_path(src_files[src]), "source_process": src,
                       "slowed": src == slowed, "shift_ns": shift_ns, "device_ids": devices,
                       "bytes": dst.stat().st_size})
         pairs.append((src_files[src], dst, shift_ns, devices))
@@ -361,13 +372,13 @@ def main(argv=None):
     total = sum(h["bytes"] for h in hosts)
     meta = {
         "description": __doc__.split("\n\n")[0],
-        "source": str(src_root.relative_to(REPO)), "source_timing": timing.get("description"),
+        "source": _shown_path(src_root), "source_timing": timing.get("description"),
         "hosts": a.hosts, "slowed_host": hosts[a.slow_index]["host"] if slowed is not None else None,
         "sleep_s": timing.get("sleep_s"), "copy_bytes": a.copy_bytes, "skew_us": a.skew_us,
         "total_bytes": total, "check": note, "per_host": hosts,
     }
     (out / "pod_run.json").write_text(json.dumps(meta, indent=1))
-    print(f"{a.hosts} hosts from {src_root.relative_to(REPO)} ({total} bytes; slowed host: "
+    print(f"{a.hosts} hosts from {_shown_path(src_root)} ({total} bytes; slowed host: "
           f"{meta['slowed_host']}; {note})", file=sys.stderr)
     print(run_dir)
     return 0

@@ -103,11 +103,15 @@ def main() -> None:
     ap.add_argument("--hosts", type=int, default=64)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--run", metavar="DIR", help="an existing run dir to measure (e.g. made by make_pod_run.py "
+                    "--source-dir from a 200-step capture of fixtures/make_pod_profiles.py)")
     ap.add_argument("--copies-of", metavar="XPLANE",
                     help="instead of make_pod_run.py: --hosts byte copies of this one host file (e.g. the 35 MB "
                     "capture of make_big_trace.py), renamed host000..; per-host work as a real pod host's")
     args = ap.parse_args()
-    if args.copies_of:
+    if args.run:
+        run = args.run
+    elif args.copies_of:
         run = _copies(args.copies_of, args.hosts)
     else:
         made = subprocess.run([sys.executable, os.path.join(HERE, "make_pod_run.py"), "--hosts", str(args.hosts)],
