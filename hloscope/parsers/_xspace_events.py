@@ -46,7 +46,7 @@ def _natural(s: str) -> tuple:
     return tuple((len(p.lstrip("0")), p.lstrip("0")) if i % 2 else p for i, p in enumerate(parts))
 
 
-def read_xspace_events(files: list[str | os.PathLike[str]]) -> TraceEvents:
+def read_xspace_events(files: list[str | os.PathLike[str]], reference_ns: int | None = None) -> TraceEvents:
     """Read the xplane files of one run (one per host) into one op-events table.
 
     Per file (rules of :func:`~hloscope.parsers._xspace.op_events` and
@@ -77,9 +77,16 @@ def read_xspace_events(files: list[str | os.PathLike[str]]) -> TraceEvents:
     ``device_id`` int32; ``program_id`` UInt64; ``step`` Int64; ``start_ps``, ``duration_ps``, ``self_ps``
     int64 (ps). The same-named columns of ``steps`` and ``module_runs`` have the same dtypes.
 
+    Host clocks: each file's line timestamps are relative to its own capture start, the ``profile_start_time``
+    stat (ns since the epoch) of its ``Task Environment`` plane; every file's times are shifted by its start
+    minus ``reference_ns`` (default: the first file's start), so that the hosts of one run line up (a single
+    file is not shifted; a file without the stat neither).
+
     Args:
         files: the ``*.xplane.pb`` (or ``.xplane.pb.gz``) files of one run, e.g. from
             :func:`hloscope.parsers._trace_dir.find_xplane_files`.
+        reference_ns: the capture start to line the files up on (``hloscope.pod`` passes the run's first file's,
+            reading one file per task).
 
     Returns:
         A :class:`TraceEvents`. A run without op events gives an empty ``ops`` table (``read_trace`` turns
@@ -102,9 +109,17 @@ def read_xspace_events(files: list[str | os.PathLike[str]]) -> TraceEvents:
         ix = open_xspace(path)
         seg = _op_segments(ix, strings)  # first: it collects the host's step markers in the same pass
         per_file.append((host, seg))
-        markers.extend((host, p, d, name, _int64_or_none(step), start, dur)
+        # Host clocks: a file's times are relative to its own capture start (profile_start_time); shifted onto
+        # the reference's so that hosts line up (0 for one file, or a file without the stat).
+        start_ns = profile_start_ns(ix)
+        if reference_ns is None:
+            reference_ns = start_ns
+        shift = (start_ns - reference_ns) * 1000 if start_ns is not None and reference_ns is not None else 0
+        if shift:
+            seg.cols["start"] = [a + shift for a in seg.cols["start"]]
+        markers.extend((host, p, d, name, _int64_or_none(step), start + shift, dur)
                        for p, d, _, name, step, start, dur in _step_markers(ix))
-        module_runs.extend((host, p, d, module, pid, start, end - start)
+        module_runs.extend((host, p, d, module, pid, start + shift, end - start)
                            for p, d, start, end, module, pid in seg.module_runs)
         in_file: dict[str, list] = {}
         for entry in hlo_protos(ix):
@@ -369,11 +384,13 @@ def _module_runs_frame(runs: list[tuple]):
     }, columns=list(MODULE_RUN_COLUMNS))
 
 
-def read_xspace_header(path: str | os.PathLike[str]) -> tuple[dict[str, Any], dict[str, str], str, str | None]:
+def read_xspace_header(path: str | os.PathLike[str]
+                       ) -> tuple[dict[str, Any], dict[str, str], str, str | None, int | None]:
     """What a run's driver needs of one host file before its events are read (``hloscope.pod``): the HLO protos
     (module name -> text printer, as ``read_xspace_events``' ``hlo_modules``; and ``hlo_sources``), the platform
-    (``"gpu"``/``"tpu"`` when a plane of such a device exists, else ``"cpu"``) and the device kind of the device
-    planes (None when none states it). Reads the plane metadata only, never the events.
+    (``"gpu"``/``"tpu"`` when a plane of such a device exists, else ``"cpu"``), the device kind of the device
+    planes (None when none states it) and the capture start (``profile_start_ns``). Reads the plane metadata
+    only, never the events.
 
     Raises:
         TraceError: the file is missing, unreadable, corrupted or not an XSpace.
@@ -390,4 +407,17 @@ def read_xspace_header(path: str | os.PathLike[str]) -> tuple[dict[str, Any], di
     platform = ("gpu" if any(n.startswith("/device:GPU") for n in names)
                 else "tpu" if any(n.startswith("/device:TPU") for n in names) else "cpu")
     kinds = [k for k in (_device_kind(plane) for plane in ix.planes if plane.name.startswith("/device:")) if k]
-    return hlo_modules, hlo_sources, platform, kinds[0] if kinds else None
+    return hlo_modules, hlo_sources, platform, kinds[0] if kinds else None, profile_start_ns(ix)
+
+
+def profile_start_ns(ix) -> int | None:
+    """The ``profile_start_time`` stat (ns) of the file's ``Task Environment`` plane, or None."""
+    for plane in ix.planes:
+        if plane.name != "Task Environment":
+            continue
+        names = _stat_names(plane)
+        for st in plane.stats:
+            if names.get(st.metadata_id) == "profile_start_time":
+                value = _stat_value(st, names)
+                return int(value) if isinstance(value, int) and not isinstance(value, bool) else None
+    return None

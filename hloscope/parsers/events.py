@@ -4,8 +4,9 @@ A profile says what the program *did*: which HLO instruction ran on which device
 XSpace reader (``*.xplane.pb``, ``hloscope.parsers._xspace``) and the Chrome-trace reader
 (``*.trace.json.gz``, ``hloscope.parsers._chrome_trace``) both return a :class:`TraceEvents` with the tables
 below, so that the join-and-score stage (``hloscope.roofline.tables``) has one input. Times are integer
-picoseconds on the trace's own clock (absolute: XSpace ``line.timestamp_ns * 1000 + offset_ps``, Chrome
-``ts`` microseconds * 1e6); names are pandas ``category`` columns (a trace repeats a few hundred names
+picoseconds on the trace's own clock (XSpace ``line.timestamp_ns * 1000 + offset_ps``, each host file shifted
+onto the first file's capture start -- ``profile_start_time`` -- so that hosts line up; Chrome ``ts``
+microseconds * 1e6); names are pandas ``category`` columns (a trace repeats a few hundred names
 millions of times).
 
 ``ops`` -- one row per op event (``OP_COLUMNS``, then the optional ``OP_EXTRA_COLUMNS``):

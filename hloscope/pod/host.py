@@ -43,7 +43,7 @@ class HostResult:
 
 
 def reduce_host(path: str, info: Mapping[tuple[str, str], tuple], async_pairs: Mapping[tuple[str, str], str],
-                hlo_texts: Mapping[str, str] | None = None) -> HostResult:
+                hlo_texts: Mapping[str, str] | None = None, reference_ns: int | None = None) -> HostResult:
     """Read one host file and reduce it (see the module docstring). Never raises for bad input: a file that
     cannot be read comes back with ``error`` set, so the run's other hosts still make a report.
 
@@ -54,6 +54,7 @@ def reduce_host(path: str, info: Mapping[tuple[str, str], tuple], async_pairs: M
         async_pairs: (module, done) -> start (``steps.schedule.async_done_pairs``).
         hlo_texts: module name -> HLO text, for GPU captures whose command-buffer kernels are joined to
             instructions through the modules (``parsers._command_buffer``); None otherwise.
+        reference_ns: the run's capture start to shift this host's clock onto (``read_xspace_events``).
     """
     import time
 
@@ -65,7 +66,7 @@ def reduce_host(path: str, info: Mapping[tuple[str, str], tuple], async_pairs: M
     t0 = time.perf_counter()
     out = HostResult(str(path), host_name(path))
     try:
-        events = read_xspace_events([path])
+        events = read_xspace_events([path], reference_ns)
         events.ops = named_modules(events.ops)
         if hlo_texts and events.platform == "gpu":
             from hloscope.parsers import parse_hlo_text
@@ -97,10 +98,10 @@ def _peak_rss_bytes() -> int:
 
 
 def reduce_hosts(paths: list[str], info: Mapping[tuple[str, str], tuple], async_pairs: Mapping[tuple[str, str], str],
-                 hlo_texts: Mapping[str, str] | None = None) -> list[HostResult]:
+                 hlo_texts: Mapping[str, str] | None = None, reference_ns: int | None = None) -> list[HostResult]:
     """``reduce_host`` of several files, one after another (one Dask task for a batch of small host files: the
     scheduler's round trip per task costs more than reading a small file)."""
-    return [reduce_host(p, info, async_pairs, hlo_texts) for p in paths]
+    return [reduce_host(p, info, async_pairs, hlo_texts, reference_ns) for p in paths]
 
 
 def warm_up() -> None:

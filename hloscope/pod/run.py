@@ -81,7 +81,7 @@ def analyze_run(path: str | os.PathLike[str], run: str | None = None, chip: str 
     if header is None or not header[0]:
         raise TraceError(where, "no host file holds the HLO protos (the /host:metadata plane) to join events with"
                          + (f"; unreadable: {'; '.join(unread[:3])}" if unread else ""))
-    printers, sources, platform, device_kind = header
+    printers, sources, platform, device_kind, reference_ns = header
     chip_notes: list[str] = []
     spec = _resolve_chip(chip, platform, device_kind, chip_notes)
     texts = {name: printer() for name, printer in printers.items()}
@@ -89,8 +89,8 @@ def analyze_run(path: str | os.PathLike[str], run: str | None = None, chip: str 
     costs = {name: module_cost(m) for name, m in modules.items()}
     info = static_op_info(ops_frame(list(costs.values()), spec, all_rows=True))
     pairs = async_done_pairs(modules.values())
-    results = _map_hosts([str(f) for f in files], info, pairs, texts if platform == "gpu" else None, client,
-                         workers, scheduler, progress)
+    results = _map_hosts([str(f) for f in files], (info, pairs, texts if platform == "gpu" else None, reference_ns),
+                         client, workers, scheduler, progress)
     ok = [r for r in results if r.error is None]
     failed = [r for r in results if r.error is not None]
     if not ok:
@@ -112,15 +112,16 @@ def analyze_run(path: str | os.PathLike[str], run: str | None = None, chip: str 
     return report
 
 
-def _map_hosts(files: list[str], info, pairs, texts, client, workers, scheduler, progress) -> list[HostResult]:
-    """``reduce_host`` of every file, in file order, on the cluster the arguments name (module docstring)."""
+def _map_hosts(files: list[str], shared_args: tuple, client, workers, scheduler, progress) -> list[HostResult]:
+    """``reduce_host`` of every file, in file order, on the cluster the arguments name (module docstring);
+    ``shared_args``: its arguments after the path, the same for every file."""
     from hloscope.pod.host import reduce_host, reduce_hosts
 
     if workers is None and client is None and scheduler is None:
         size = sum(os.path.getsize(f) for f in files if os.path.exists(f))
         workers = 0 if size < LOCAL_CLUSTER_FROM_BYTES else None
     if client is None and scheduler is None and (workers == 0 or len(files) == 1):
-        return [reduce_host(f, info, pairs, texts) for f in _shown(files, progress)]
+        return [reduce_host(f, *shared_args) for f in _shown(files, progress)]
     Client, LocalCluster = _dask()
     own = None
     if client is None:
@@ -132,10 +133,10 @@ def _map_hosts(files: list[str], info, pairs, texts, client, workers, scheduler,
         from hloscope.pod.host import warm_up
 
         client.run(warm_up)
-        shared = client.scatter([info, pairs, texts], broadcast=True)
+        shared = client.scatter(list(shared_args[:3]), broadcast=True)
         batches = _batches(files, len(client.scheduler_info().get("workers", {})) or 1)
         futures = client.map(reduce_hosts, batches, info=shared[0], async_pairs=shared[1], hlo_texts=shared[2],
-                             pure=False)
+                             reference_ns=shared_args[3], pure=False)
         order = {f.key: i for i, f in enumerate(futures)}
         results: list[Any] = [None] * len(batches)
         from distributed import as_completed

@@ -90,3 +90,15 @@ def test_slowest_participant_of_each_all_reduce():
     host0 = ev[ev["host"].astype(str) == "host0"]
     assert per_step.max().tolist() == pytest.approx(
         host0.assign(dur=host0["duration_ps"] / 1e12).groupby("step")["dur"].max().tolist())
+
+
+def test_host_clocks_line_up():
+    """Each host file's times are relative to its own capture start (profile_start_time); shifted onto one
+    clock, the hosts' step starts differ as the processes' own wall clocks (time.time_ns() at each step's start,
+    timing.json) say, within 0.2 ms."""
+    timing = json.loads((SLOW / "timing.json").read_text())
+    r = hloscope.analyze(SLOW, chip="h100", workers=0)
+    starts = r.steps.groupby(["step", "host"])["start_s"].min()
+    for k in range(timing["traced_steps"]):
+        wall = {h: p["steps"][k]["time_ns_start"] / 1e9 for h, p in timing["per_process"].items()}
+        assert starts[(k, "host1")] - starts[(k, "host0")] == pytest.approx(wall["host1"] - wall["host0"], abs=2e-4)
