@@ -107,3 +107,27 @@ def test_terminal_says_what_the_schedule_hides():
     render(r, 3, file=buf, width=250)
     line = next(x for x in buf.getvalue().splitlines() if x.startswith("communication at the roof"))
     assert "4 synchronous collective(s)" in line and "1 async collective(s)" in line
+
+
+def test_html_draws_each_step_as_stacked_bars():
+    """fixtures/profile/cpu_allreduce_exposed: 4 steps on 8 devices; every step's bar has its parts (compute,
+    memory, exposed communication, idle at least) whose heights add up to the mean wall time's."""
+    import re
+
+    from hloscope.report.html import STEP_PARTS, render_html
+    from hloscope.steps.summary import across_devices
+
+    r = hloscope.analyze(FIXTURES.parent / "profile" / "cpu_allreduce_exposed", chip="h100")
+    page = render_html(r)
+    assert "<svg id=steps" in page and "<h2>Advice</h2>" in page
+    svg = page[page.index("<svg id=steps"):page.index("</svg>", page.index("<svg id=steps"))]
+    rects = re.findall(r'<rect class=seg x="([0-9.]+)" y="[0-9.]+" width="[0-9.]+" height="([0-9.]+)" fill="(#[0-9a-f]+)"',
+                       svg)
+    per = across_devices(r.steps)
+    xs = sorted({float(x) for x, _, _ in rects})
+    assert len(xs) == len(per) == 4
+    colors = {c for _, _, c in rects}
+    assert {color for col, _, color in STEP_PARTS if col in ("exposed_comm_s", "idle_s")} <= colors
+    heights = [sum(float(h) for x, h, _ in rects if float(x) == x0) for x0 in xs]
+    means = per[[c for c, _, _ in STEP_PARTS]].sum(axis=1).tolist()
+    assert [h / max(heights) for h in heights] == pytest.approx([m / max(means) for m in means], abs=0.01)
