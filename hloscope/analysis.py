@@ -320,9 +320,7 @@ def _traced(path: Path, run: str | None, chip: str | ChipSpec | None, hlo_files:
         modules = _trace_modules(events, hlo_files, path)
         events.ops, rejoined = join_command_buffer_kernels(events.ops, modules)
         if rejoined["by_name"] or rejoined["by_gemm_order"]:
-            notes.append(f"GPU command buffers (CUDA graphs): {rejoined['by_name']} kernel events joined to "
-                         f"instructions by kernel name, {rejoined['by_gemm_order']} library GEMM kernels to the "
-                         "GEMM custom calls in program order")
+            notes.append(command_buffer_note(rejoined["by_name"], rejoined["by_gemm_order"]))
         measured = measured_times(events)
         hlo_modules = [modules[name] for name in sorted(measured.runs) if name in modules]
         costs = [module_cost(m) for m in hlo_modules]
@@ -338,6 +336,12 @@ def _traced(path: Path, run: str | None, chip: str | ChipSpec | None, hlo_files:
         return [host_part(h, info, pairs or {}) for h in split_hosts(events)]
 
     return scored_trace_report(costs, spec, measured, events.files, with_hlo, notes, hlo_modules, parts_of, lines)
+
+
+def command_buffer_note(by_name: int, by_gemm_order: int) -> str:
+    """The note on GPU command-buffer kernels joined to instructions (``parsers._command_buffer``)."""
+    return (f"GPU command buffers (CUDA graphs): {by_name} kernel events joined to instructions by kernel name, "
+            f"{by_gemm_order} library GEMM kernels to the GEMM custom calls in program order")
 
 
 def scored_trace_report(costs, spec: ChipSpec, measured, files: list[str], with_hlo: set[str], notes: list[str],

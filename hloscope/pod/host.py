@@ -27,6 +27,8 @@ class HostResult:
         part: ``steps.breakdown.HostPart`` (None when it failed).
         notes: what the reader noticed.
         error: the one-line error when the file could not be read (a corrupt or missing file), else None.
+        rejoined: GPU command-buffer kernel events joined to instructions (by kernel name, library GEMMs by
+            program order), as ``parsers._command_buffer.join_command_buffer_kernels`` counts them.
         seconds: the task's own time.
         peak_rss_bytes: the worker process's peak resident memory after the task (``resource.getrusage``;
             0 where unavailable).
@@ -40,6 +42,7 @@ class HostResult:
     error: str | None = None
     seconds: float = 0.0
     peak_rss_bytes: int = 0
+    rejoined: tuple[int, int] = (0, 0)
 
 
 def reduce_host(path: str, info: Mapping[tuple[str, str], tuple], async_pairs: Mapping[tuple[str, str], str],
@@ -73,7 +76,8 @@ def reduce_host(path: str, info: Mapping[tuple[str, str], tuple], async_pairs: M
             from hloscope.parsers._command_buffer import join_command_buffer_kernels
 
             modules = {n: parse_hlo_text(t, source=n) for n, t in hlo_texts.items()}
-            events.ops, _ = join_command_buffer_kernels(events.ops, modules)
+            events.ops, rejoined = join_command_buffer_kernels(events.ops, modules)
+            out.rejoined = (int(rejoined["by_name"]), int(rejoined["by_gemm_order"]))
         out.totals = OpTotals.of(events)
         out.part = host_part(events, info, async_pairs)
         out.notes = list(events.notes)

@@ -56,7 +56,7 @@ def analyze_run(path: str | os.PathLike[str], run: str | None = None, chip: str 
         TraceError: no host file holds an HLO proto or every one fails (each named), or no op events at all.
         ConfigError: ``dask.distributed`` is not installed.
     """
-    from hloscope.analysis import _resolve_chip, scored_trace_report
+    from hloscope.analysis import _resolve_chip, command_buffer_note, scored_trace_report
     from hloscope.cost import module_cost
     from hloscope.parsers import parse_hlo_text
     from hloscope.parsers._trace_dir import find_xplane_files
@@ -101,6 +101,9 @@ def analyze_run(path: str | os.PathLike[str], run: str | None = None, chip: str 
     measured = measured_times(totals)
     notes = list(dict.fromkeys(n for r in ok for n in r.notes))
     notes += [f"host {r.host} not read: {r.error}" for r in failed]
+    by_name, by_gemm = sum(r.rejoined[0] for r in ok), sum(r.rejoined[1] for r in ok)
+    if by_name or by_gemm:
+        notes.append(command_buffer_note(by_name, by_gemm))
     notes += chip_notes
     hlo_modules = [modules[name] for name in sorted(measured.runs) if name in modules]
     report = scored_trace_report([costs[m.name] for m in hlo_modules], spec, measured, [r.file for r in ok],

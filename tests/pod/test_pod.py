@@ -102,3 +102,17 @@ def test_host_clocks_line_up():
     for k in range(timing["traced_steps"]):
         wall = {h: p["steps"][k]["time_ns_start"] / 1e9 for h, p in timing["per_process"].items()}
         assert starts[(k, "host1")] - starts[(k, "host0")] == pytest.approx(wall["host1"] - wall["host0"], abs=2e-4)
+
+
+def test_gpu_command_buffers_host_by_host(tmp_path):
+    """Two copies of the bundled H100 capture (command buffers: kernels joined to instructions in each task)
+    as two hosts: the same report as a serial read, notes included."""
+    src = PROFILES / "gpu_mlp_train" / "plugins" / "profile" / "run0"
+    run = tmp_path / "log" / "plugins" / "profile" / "run0"
+    run.mkdir(parents=True)
+    xplane = next(src.glob("*.xplane.pb"))
+    for host in ("hostA", "hostB"):
+        shutil.copy(xplane, run / f"{host}.xplane.pb")
+    serial, pod = _doc(_traced(tmp_path / "log", None, None, [])), _doc(hloscope.analyze(tmp_path / "log", workers=0))
+    assert serial == pod
+    assert any(n.startswith("GPU command buffers") for n in pod["notes"])
