@@ -296,7 +296,7 @@ def _traced(path: Path, run: str | None, chip: str | ChipSpec | None, hlo_files:
     """
     from hloscope.parsers.events import read_trace
     from hloscope.roofline.join import measured_times, named_modules
-    from hloscope.steps.breakdown import host_part, pairs_from_lines, split_hosts, static_op_info
+    from hloscope.steps.breakdown import host_parts
     from hloscope.steps.schedule import async_done_pairs
 
     events = read_trace(path, run)
@@ -328,14 +328,8 @@ def _traced(path: Path, run: str | None, chip: str | ChipSpec | None, hlo_files:
         lines = None
     spec = _resolve_chip(chip, events.platform, events.device_kind, notes)
     pairs = async_done_pairs(hlo_modules) if hlo_modules else None
-    if pairs is None and "hlo_text" in events.ops.columns:
-        pairs = pairs_from_lines(events.ops)
-
-    def parts_of(ops):
-        info = static_op_info(ops)
-        return [host_part(h, info, pairs or {}) for h in split_hosts(events)]
-
-    return scored_trace_report(costs, spec, measured, events.files, with_hlo, notes, hlo_modules, parts_of, lines)
+    return scored_trace_report(costs, spec, measured, events.files, with_hlo, notes, hlo_modules,
+                               lambda ops: host_parts(events, ops, pairs), lines)
 
 
 def command_buffer_note(by_name: int, by_gemm_order: int) -> str:
@@ -364,7 +358,7 @@ def scored_trace_report(costs, spec: ChipSpec, measured, files: list[str], with_
     coverage = trace_coverage(ops, measured, types.SimpleNamespace(files=list(files)), with_hlo)
     if lines is not None:
         total = float(ops["measured_s"].sum())
-        by_rules = sum(measured.per_op[k][0] for k in lines.line_costed if k in measured.per_op)
+        by_rules = sum(t for k, (t, _) in measured.per_op.items() if k in lines.line_costed)  # (in a fixed order)
         coverage["line_costed_time_fraction"] = by_rules / total if total else 0.0
     notes.extend(_chip_fit(ops, spec, coverage, lambda c: ops_frame(costs, c, measured.per_op, measured.busy_s)))
     table = modules_frame(costs, ops, spec, measured.busy_s)

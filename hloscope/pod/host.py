@@ -79,7 +79,7 @@ def reduce_host(path: str, info: Mapping[tuple[str, str], tuple], async_pairs: M
             events.ops, rejoined = join_command_buffer_kernels(events.ops, modules)
             out.rejoined = (int(rejoined["by_name"]), int(rejoined["by_gemm_order"]))
         out.totals = OpTotals.of(events)
-        out.part = host_part(events, info, async_pairs)
+        out.part = host_part(events, info, async_pairs, out.totals)
         out.notes = list(events.notes)
     except HloscopeError as err:
         out.error = str(err).splitlines()[0]

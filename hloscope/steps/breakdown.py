@@ -55,6 +55,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from hloscope.parsers.events import TraceEvents
+    from hloscope.roofline.join import OpTotals
 
 #: The steps table's columns, in order (docs/report.md, "Steps").
 STEP_COLUMNS = [
@@ -68,8 +69,8 @@ GAP_COLUMNS = ["step", "host", "device", "device_id", "start_s", "duration_s", "
 #: straggler's ops are compared with: ``hloscope.steps.summary.stragglers``).
 DEVICE_OP_COLUMNS = ["host", "device", "device_id", "module", "instruction", "self_ps", "windows"]
 #: A collective instance, the same on every host: the step, the op, its n-th execution in the step; with the
-#: longest and the summed duration (ps) of its participants, and how many there were.
-INSTANCE_COLUMNS = ["step", "module", "instruction", "k", "max_ps", "sum_ps", "count"]
+#: longest duration (ps) of its participants, and how many there were.
+INSTANCE_COLUMNS = ["step", "module", "instruction", "k", "max_ps", "count"]
 #: Gaps kept in the gaps table.
 TOP_GAPS = 20
 
@@ -92,8 +93,8 @@ class StepBreakdown:
             per module run and device (the unit of the ops table's ``measured_s``).
         notes: how the windows were found, in words.
         device_ops: ``DEVICE_OP_COLUMNS`` of every device (for ``summary.stragglers``).
-        slowest_participant: (module, instruction) of each collective -> (slowest participant's seconds, mean
-            participant's seconds) per module run and device, its instances joined across hosts.
+        slowest_participant: (module, instruction) of each collective -> its slowest participant's seconds per
+            module run and device, its instances joined across hosts.
     """
 
     steps: pd.DataFrame
@@ -101,7 +102,7 @@ class StepBreakdown:
     op_overlap: dict[tuple[str, str], tuple[float, float]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     device_ops: pd.DataFrame | None = None
-    slowest_participant: dict[tuple[str, str], tuple[float, float]] = field(default_factory=dict)
+    slowest_participant: dict[tuple[str, str], float] = field(default_factory=dict)
 
 
 @dataclass
@@ -118,7 +119,7 @@ class HostPart:
         notes: how its windows were found.
         device_ops: ``DEVICE_OP_COLUMNS``: each device's self time per op over the trace, and its windows.
         collective_instances: ``INSTANCE_COLUMNS``: each collective instance -- (step, op, n-th of that op in
-            the step) -- with the longest, the summed and the number of its participants' durations on this host.
+            the step) -- with the longest of its participants' durations on this host, and their number.
     """
 
     steps: pd.DataFrame
@@ -152,10 +153,17 @@ def step_breakdown(events: TraceEvents, ops: pd.DataFrame, runs: Mapping[str, fl
     Returns:
         ``StepBreakdown``.
     """
+    return merge_parts(host_parts(events, ops, async_pairs), runs)
+
+
+def host_parts(events: TraceEvents, ops: pd.DataFrame,
+               async_pairs: Mapping[tuple[str, str], str] | None = None) -> list[HostPart]:
+    """``host_part`` of each host of ``events`` (in host order), classified by ``ops`` (``step_breakdown``'s
+    arguments); a TPU Chrome trace's async pairs read from its HLO lines when ``async_pairs`` is None."""
     if async_pairs is None and "hlo_text" in events.ops.columns:
         async_pairs = pairs_from_lines(events.ops)
     info = static_op_info(ops)
-    return merge_parts([host_part(h, info, async_pairs or {}) for h in split_hosts(events)], runs)
+    return [host_part(h, info, async_pairs or {}) for h in split_hosts(events)]
 
 
 def static_op_info(ops: pd.DataFrame) -> dict[tuple[str, str], tuple]:
@@ -182,11 +190,12 @@ def split_hosts(events: TraceEvents) -> list[TraceEvents]:
 
 
 def host_part(events: TraceEvents, info: Mapping[tuple[str, str], tuple],
-              async_pairs: Mapping[tuple[str, str], str]) -> HostPart:
+              async_pairs: Mapping[tuple[str, str], str], totals: OpTotals | None = None) -> HostPart:
     """The breakdown of one host's events (``events`` holds one host; see ``step_breakdown``).
 
     An event's roofline time is its op's ``roofline_s`` (per module run and device) times the host's runs of the
-    module over the host's events of the op (``roofline.join.measured_times`` of this host alone).
+    module over the host's events of the op (``roofline.join.measured_times`` of this host alone; ``totals``:
+    the host's ``OpTotals`` when the caller has them already).
     """
     import numpy as np
     import pandas as pd
@@ -201,7 +210,7 @@ def host_part(events: TraceEvents, info: Mapping[tuple[str, str], tuple],
     nested = ev["self_ps"].to_numpy(np.int64) < ev["duration_ps"].to_numpy(np.int64)
     pair, names = _op_pairs(ev)
     counts = np.bincount(pair, minlength=len(names))
-    host_runs = measured_times(events).runs
+    host_runs = measured_times(totals if totals is not None else events).runs
     op = _op_info(info, names, counts, host_runs)
     is_comm = op["comm"][pair]
     is_container = (op["container"][pair] | nested) & ~is_comm
@@ -276,14 +285,12 @@ def host_part(events: TraceEvents, info: Mapping[tuple[str, str], tuple],
             inst["k"] = inst.groupby(["step", "pair"]).cumcount()
             instances.append(inst)
         n_cat = len(cat_names)
-        by_cat = np.bincount(wi_in * n_cat + cat_codes[ix][inside], weights=self_all[ix][inside],
-                             minlength=n_win * n_cat).reshape(n_win, n_cat) if n_win else np.zeros((0, n_cat))
-        cat_seen = np.bincount(wi_in * n_cat + cat_codes[ix][inside],
-                               minlength=n_win * n_cat).reshape(n_win, n_cat) if n_win else np.zeros((0, n_cat))
+        cell = wi_in * n_cat + cat_codes[ix][inside]  # (window, category) of each event in a window
+        by_cat = np.bincount(cell, weights=self_all[ix][inside], minlength=n_win * n_cat).reshape(n_win, n_cat)
+        cat_seen = np.bincount(cell, minlength=n_win * n_cat).reshape(n_win, n_cat)
         longest, top = _gaps(u_all, lo, hi, s, e, ix)
         for k, row in enumerate(w.itertuples(index=False)):
             wall = int(hi[k] - lo[k])
-            cats = {str(cat_names[j]): by_cat[k, j] for j in np.flatnonzero(cat_seen[k])} if n_events[k] else None
             rows.append({
                 "step": int(row.step), "host": str(host), "device": str(device), "device_id": int(device_id),
                 "module": row.module, "source": row.source, "first": False,
@@ -298,7 +305,7 @@ def host_part(events: TraceEvents, info: Mapping[tuple[str, str], tuple],
                 "late_start_s": (int(first[k]) - int(lo[k])) / 1e12 if n_events[k] else float("nan"),
                 "finish_s": (int(finish[k]) - int(lo[k])) / 1e12 if n_events[k] else float("nan"),
                 "longest_gap_s": longest[k] / 1e12,
-                "by_category_s": {str(cat): float(v) / 1e12 for cat, v in cats.items()} if cats is not None else {},
+                "by_category_s": {str(cat_names[j]): float(by_cat[k, j]) / 1e12 for j in np.flatnonzero(cat_seen[k])},
             })
         steps_of = w["step"].tolist()
         gap_rows.extend((int(steps_of[k]), str(host), str(device), int(device_id), g0, g1 - g0, before, after)
@@ -317,10 +324,10 @@ def host_part(events: TraceEvents, info: Mapping[tuple[str, str], tuple],
     coll = pd.DataFrame(columns=INSTANCE_COLUMNS)
     if instances:
         allinst = pd.concat(instances, ignore_index=True)
-        g = allinst.groupby(["step", "pair", "k"])["dur"].agg(["max", "sum", "count"]).reset_index()
+        g = allinst.groupby(["step", "pair", "k"])["dur"].agg(["max", "count"]).reset_index()
         coll = pd.DataFrame({"step": g["step"], "module": [names[p][0] for p in g["pair"]],
                              "instruction": [names[p][1] for p in g["pair"]], "k": g["k"], "max_ps": g["max"],
-                             "sum_ps": g["sum"], "count": g["count"]})[INSTANCE_COLUMNS]
+                             "count": g["count"]})[INSTANCE_COLUMNS]
     return HostPart(steps, gaps, exposure, origin, notes,
                     pd.DataFrame(device_ops, columns=DEVICE_OP_COLUMNS), coll)
 
@@ -359,11 +366,11 @@ def merge_parts(parts: list[HostPart], runs: Mapping[str, float]) -> StepBreakdo
     return StepBreakdown(steps, gaps, op_overlap, notes, device_ops, _slowest_participant(parts, runs))
 
 
-def _slowest_participant(parts: list[HostPart], runs: Mapping[str, float]) -> dict[tuple[str, str], tuple]:
-    """(module, instruction) of each collective -> (seconds of its slowest participant, seconds of its mean
-    participant), per module run and device: each instance -- joined across hosts by step, op and its n-th
-    execution in the step -- counts the longest of its participants' durations, summed over instances and divided
-    by the runs per device (``runs`` over the participants of an instance)."""
+def _slowest_participant(parts: list[HostPart], runs: Mapping[str, float]) -> dict[tuple[str, str], float]:
+    """(module, instruction) of each collective -> seconds of its slowest participant per module run and device:
+    each instance -- joined across hosts by step, op and its n-th execution in the step -- counts the longest of
+    its participants' durations, summed over instances and divided by the runs per device (``runs`` over the
+    participants of an instance)."""
     import pandas as pd
 
     frames = [p.collective_instances for p in parts
@@ -372,13 +379,11 @@ def _slowest_participant(parts: list[HostPart], runs: Mapping[str, float]) -> di
         return {}
     allinst = pd.concat(frames, ignore_index=True)
     g = allinst.groupby(["module", "instruction", "step", "k"]).agg(
-        max_ps=("max_ps", "max"), sum_ps=("sum_ps", "sum"), count=("count", "sum")).reset_index()
+        max_ps=("max_ps", "max"), count=("count", "sum")).reset_index()
     out = {}
     for (m, i), x in g.groupby(["module", "instruction"]):
-        participants = float(x["count"].max())
-        per_device_runs = (runs.get(m) or 1.0) / max(participants, 1.0)
-        out[(m, i)] = (float(x["max_ps"].sum()) / 1e12 / per_device_runs,
-                       float((x["sum_ps"] / x["count"]).sum()) / 1e12 / per_device_runs)
+        per_device_runs = (runs.get(m) or 1.0) / max(float(x["count"].max()), 1.0)
+        out[(m, i)] = float(x["max_ps"].sum()) / 1e12 / per_device_runs
     return out
 
 
@@ -491,31 +496,13 @@ def _op_info(info: Mapping[tuple[str, str], tuple], names: list[tuple[str, str]]
 
 def _gaps(u_all: tuple[np.ndarray, np.ndarray], lo: np.ndarray, hi: np.ndarray, s: np.ndarray, e: np.ndarray,
           ix: np.ndarray) -> tuple[np.ndarray, list[tuple[int, int, int, int, int]]]:
-    """Per window its longest idle gap (ps), and the device's ``TOP_GAPS`` longest gaps as ``(window, start,
-    end, event before, event after)`` (row numbers of the events table, -1 for none).
-
-    The gaps of the busy union are ``(-inf, us[0]), (ue[0], us[1]), ..., (ue[-1], +inf)``; a window's idle
-    pieces are the one holding its start (clipped to ``[lo, hi)``) and every gap starting inside it (clipped
-    at ``hi``).
-    """
+    """Per window its longest idle gap (ps, ``intervals.gaps``), and the device's ``TOP_GAPS`` longest gaps as
+    ``(window, start, end, event before, event after)`` (row numbers of the events table, -1 for none)."""
     import numpy as np
 
-    us, ue = u_all
-    far = np.iinfo(np.int64).max
-    gs = np.concatenate(([-far], ue))
-    ge = np.concatenate((us, [far]))
-    q = np.searchsorted(ue, lo, side="right")  # the gap lo falls in, when it falls in one
-    lead = lo < ge[q]
-    p0, p1 = lo[lead], np.minimum(ge[q[lead]], hi[lead])
-    inner_s, inner_e = gs[1:], ge[1:]
-    wi = np.searchsorted(lo, inner_s, side="right") - 1
-    wc = np.maximum(wi, 0)
-    ok = (wi >= 0) & (inner_s > lo[wc]) & (inner_s < hi[wc]) if len(lo) else np.zeros(len(inner_s), bool)
-    win = np.concatenate((np.flatnonzero(lead), wi[ok])).astype(np.int64)
-    g0 = np.concatenate((p0, inner_s[ok]))
-    g1 = np.concatenate((p1, np.minimum(inner_e[ok], hi[wi[ok]])))
-    keep = g1 > g0
-    win, g0, g1 = win[keep], g0[keep], g1[keep]
+    from hloscope.steps.intervals import gaps
+
+    win, g0, g1 = gaps(*u_all, lo, hi)
     longest = np.zeros(len(lo), np.int64)
     np.maximum.at(longest, win, g1 - g0)
     pick = np.argsort(-(g1 - g0), kind="stable")[:TOP_GAPS]

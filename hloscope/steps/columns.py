@@ -43,7 +43,7 @@ def add_overlap_columns(ops: pd.DataFrame, modules: pd.DataFrame, hlo_modules: I
         ops["exposed_comm_s"] = [per_op[k][0] if k in per_op else np.nan for k in keys]
         ops["overlapped_comm_s"] = [per_op[k][1] if k in per_op else np.nan for k in keys]
         slow = breakdown.slowest_participant
-        ops["slowest_participant_s"] = [slow[k][0] if k in slow else np.nan for k in keys]
+        ops["slowest_participant_s"] = [slow.get(k, np.nan) for k in keys]
         exp = ops.groupby("module")["exposed_comm_s"].sum(min_count=1)
         ovl = ops.groupby("module")["overlapped_comm_s"].sum(min_count=1)
         ran = modules["name"].isin(set(ops.loc[ops["measured_s"].notna(), "module"]))

@@ -69,18 +69,36 @@ def covered(u_starts: np.ndarray, u_ends: np.ndarray, lo: np.ndarray, hi: np.nda
     return before(hi) - before(lo)
 
 
-def gaps(u_starts: np.ndarray, u_ends: np.ndarray, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
-    """The parts of ``[lo, hi)`` a union leaves uncovered, in time order.
+def gaps(u_starts: np.ndarray, u_ends: np.ndarray, lo: np.ndarray, hi: np.ndarray
+         ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The parts of each window ``[lo[i], hi[i])`` a union leaves uncovered.
+
+    The gaps of the union are ``(-inf, us[0]), (ue[0], us[1]), ..., (ue[-1], +inf)``; a window's idle pieces are
+    the gap holding its start (clipped to the window) and every gap starting inside it (clipped at ``hi``).
+
+    Args:
+        u_starts, u_ends: a union as :func:`union` returns it.
+        lo, hi: int64 arrays of windows in time order, not overlapping one another.
 
     Returns:
-        ``(starts, ends)`` of the gaps (int64), leading and trailing gaps included.
+        ``(window, starts, ends)``: for every idle piece, the index of its window and its bounds (int64); leading
+        and trailing pieces included, the pieces of one window in no particular order.
     """
     import numpy as np
 
-    a = np.searchsorted(u_ends, lo, side="right")  # first interval ending after lo
-    b = np.searchsorted(u_starts, hi, side="left")  # intervals starting before hi
-    s, e = u_starts[a:b], u_ends[a:b]
-    g_lo = np.concatenate(([lo], np.minimum(e, hi)))
-    g_hi = np.concatenate((np.maximum(s, lo), [hi]))
-    keep = g_hi > g_lo
-    return g_lo[keep].astype(np.int64), g_hi[keep].astype(np.int64)
+    lo = np.asarray(lo, np.int64)
+    hi = np.asarray(hi, np.int64)
+    far = np.iinfo(np.int64).max
+    gs = np.concatenate(([-far], u_ends)).astype(np.int64)
+    ge = np.concatenate((u_starts, [far])).astype(np.int64)
+    q = np.searchsorted(u_ends, lo, side="right")  # the gap lo falls in, when it falls in one
+    lead = lo < ge[q]
+    inner_s, inner_e = gs[1:], ge[1:]
+    wi = np.searchsorted(lo, inner_s, side="right") - 1
+    wc = np.maximum(wi, 0)
+    ok = (wi >= 0) & (inner_s > lo[wc]) & (inner_s < hi[wc]) if len(lo) else np.zeros(len(inner_s), bool)
+    win = np.concatenate((np.flatnonzero(lead), wi[ok])).astype(np.int64)
+    g0 = np.concatenate((lo[lead], inner_s[ok]))
+    g1 = np.concatenate((np.minimum(ge[q[lead]], hi[lead]), np.minimum(inner_e[ok], hi[wi[ok]])))
+    keep = g1 > g0
+    return win[keep], g0[keep], g1[keep]

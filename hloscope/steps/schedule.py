@@ -68,8 +68,10 @@ def async_overlap(modules: Iterable[HloModule], ops: pd.DataFrame
                 r = roof.get(start, math.nan)
                 total += max(r - w, 0.0) if r == r else math.nan
                 pending.discard(start)
-        for name in pending:  # synchronous collectives, and starts whose done was not found: fully exposed
-            if not name.endswith(("-done",)):
+        # Synchronous collectives, and starts whose done was not found: fully exposed (summed in the table's
+        # order: a set's order changes with the interpreter's hash seed, and the sum's last bit with it).
+        for name in mine.loc[is_comm, "instruction"]:
+            if name in pending and not name.endswith("-done"):
                 total += roof.get(name, math.nan)
         exposed[module.name] = total
     return windows, exposed
@@ -77,50 +79,53 @@ def async_overlap(modules: Iterable[HloModule], ops: pd.DataFrame
 
 def async_done_pairs(modules: Iterable[HloModule]) -> dict[tuple[str, str], str]:
     """(module, ``*-done`` instruction) -> its ``*-start`` instruction (through ``async-update`` chains), for
-    every async op of every computation: a done's first operand is its start (or an update of it)."""
-    pairs: dict[tuple[str, str], str] = {}
-    for module in modules:
-        for comp in module.computations:
-            origin: dict[str, str] = {}
-            for i, (name, op) in enumerate(zip(comp.names, comp.opcodes)):
-                if op.endswith("-start") or op in ("send", "recv"):
-                    origin[name] = name
-                elif op.endswith(("-update", "-done")):
-                    operands = comp.operands_at(i)
-                    start = origin.get(operands[0]) if operands else None
-                    if start is None:
-                        continue
-                    if op.endswith("-update"):
-                        origin[name] = start
-                    else:
-                        pairs[(module.name, name)] = start
-    return pairs
+    every async op of every computation (``_async_spans``)."""
+    return {(module.name, comp.names[d]): comp.names[k]
+            for module in modules for comp in module.computations for k, d, _ in _async_spans(comp)}
+
+
+def _async_spans(comp: HloComputation) -> list[tuple[int, int, frozenset[str]]]:
+    """``(start, done, updates)`` of every async op of ``comp`` (``*-start``, ``send``, ``recv``) whose done
+    follows it: the indices of the start and of a done, and the names of the ``*-update`` ops between them. A
+    done's (or an update's) first operand is its start, or an update of it."""
+    origin: dict[str, int] = {}  # start or update name -> the start's index
+    updates: dict[int, set[str]] = {}
+    out = []
+    for i, (name, op) in enumerate(zip(comp.names, comp.opcodes)):
+        if op.endswith("-start") or op in ("send", "recv"):
+            origin[name] = i
+        elif op.endswith(("-update", "-done")):
+            operands = comp.operands_at(i)
+            k = origin.get(operands[0]) if operands else None
+            if k is None:
+                continue
+            if op.endswith("-update"):
+                origin[name] = k
+                updates.setdefault(k, set()).add(name)
+            else:
+                out.append((k, i, frozenset(updates.get(k, ()))))
+    return out
 
 
 def _pairs(module: HloModule, comp: HloComputation, comm: set[str], work: dict[str, float],
            by_comp: dict[str, float]) -> list[tuple[str, float]]:
-    """``(start, W)`` of every async collective of ``comp`` whose done follows it in the schedule."""
+    """``(start, W)`` of every async collective of ``comp`` whose done follows it in the schedule (its first
+    done): ``W`` sums the work scheduled between, other communication and the start's own updates left out."""
     names, opcodes = comp.names, comp.opcodes
     out = []
-    for i, (name, op) in enumerate(zip(names, opcodes)):
-        if name not in comm or not (op.endswith("-start") or op in ("send", "recv")):
+    seen: set[int] = set()
+    for k, d, own_updates in _async_spans(comp):
+        if names[k] not in comm or k in seen:
             continue
-        chain = {name}
+        seen.add(k)
         between = 0.0
-        for j in range(i + 1, len(names)):
-            op_j = opcodes[j]
-            operands = comp.operands_at(j)
-            if operands and operands[0] in chain and (op_j.endswith(("-done", "-update"))):
-                if op_j.endswith("-update"):
-                    chain.add(names[j])
-                    continue
-                out.append((name, between))
-                break
-            if names[j] in comm:
+        for j in range(k + 1, d):
+            if names[j] in comm or names[j] in own_updates:
                 continue
             between += work.get(names[j], 0.0)
-            if op_j in _CONTROL:
+            if opcodes[j] in _CONTROL:
                 between += _called_work(module, comp.instruction_at(j), by_comp, set())
+        out.append((names[k], between))
     return out
 
 

@@ -156,7 +156,8 @@ def test_intervals_against_a_bitmap():
         got = covered(us, ue, lo, hi)
         for i in range(6):
             assert got[i] == bitmap[lo[i]:max(lo[i], hi[i])].sum()
-        g0, g1 = gaps(us, ue, int(lo[0]), int(max(lo[0], hi[0])))
+        w, g0, g1 = gaps(us, ue, lo[:1], np.maximum(lo[:1], hi[:1]))
+        assert (w == 0).all()
         assert not bitmap[np.concatenate([np.arange(a, b) for a, b in zip(g0, g1)] or [[]]).astype(int)].any()
         assert int((g1 - g0).sum()) == (max(lo[0], hi[0]) - lo[0]) - int(got[0])
 
