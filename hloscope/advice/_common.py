@@ -67,11 +67,6 @@ def is_scheduled(module: HloModule) -> bool:
     return str(module.header_attributes.get("is_scheduled", "")).lower() == "true"
 
 
-def find_instruction(module: HloModule, computation: str, name: str) -> tuple[HloComputation, HloInstruction]:
-    comp = module.computation(computation)
-    return comp, comp.instruction(name)
-
-
 @dataclass(frozen=True)
 class MatmulShape:
     """A dot as the roofline sees it: ``[batch..., m, k] x [batch..., k, n]`` folded to sizes and bytes.
@@ -162,9 +157,3 @@ def users(comp: HloComputation, name: str, through: frozenset[str] = frozenset(
                         frontier.append(n)
                 else:
                     yield i
-
-
-def fmt_time(s: float) -> str:
-    from hloscope.units import duration
-
-    return duration(s)

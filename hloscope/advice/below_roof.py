@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from hloscope.advice._common import SIGNIFICANT_SHARE, Advice, fmt_time, shares
+from hloscope.advice._common import SIGNIFICANT_SHARE, Advice, shares
+from hloscope.units import duration
 
 if TYPE_CHECKING:
     from hloscope.result import Report
@@ -32,8 +33,8 @@ def advise(report: Report) -> list[Advice]:
         r = ops.loc[i]
         out.append(Advice(
             RULE, r["module"], r["instruction"],
-            f"{r['category']} op ran {fmt_time(r['measured_s'])} against a {r['bound']}-bound roof of "
-            f"{fmt_time(r['roofline_s'])} (efficiency {r['efficiency']:.1%}, {share[i]:.0%} of the module's time)",
+            f"{r['category']} op ran {duration(r['measured_s'])} against a {r['bound']}-bound roof of "
+            f"{duration(r['roofline_s'])} (efficiency {r['efficiency']:.1%}, {share[i]:.0%} of the module's time)",
             "look closer: the roofline expected it " + (f"{r['measured_s'] / r['roofline_s']:.0f}x faster"
                                                         if r["roofline_s"] > 0 else "to take no time"),
             float(r["lost_s"]), "lost_s = measured_s - roofline_s", SOURCE))

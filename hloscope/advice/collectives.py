@@ -23,7 +23,8 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from hloscope.advice._common import SIGNIFICANT_SHARE, Advice, dot_in, fmt_time, modules_by_name, shares, users
+from hloscope.advice._common import SIGNIFICANT_SHARE, Advice, dot_in, modules_by_name, shares, users
+from hloscope.units import duration
 
 if TYPE_CHECKING:
     from hloscope.result import Report
@@ -73,9 +74,9 @@ def advise(report: Report) -> list[Advice]:
                     dim = f"the batch (the matmul's smaller free side, {side}) to >= {math.ceil(side * ratio)}"
                 out.append(Advice(
                     RULE, r["module"], f"{r['instruction']},{mm_row['instruction']}",
-                    f"{r['comm_kind']} over {int(r['group_size'])} devices takes {fmt_time(comm_s)} on the wire; the "
+                    f"{r['comm_kind']} over {int(r['group_size'])} devices takes {duration(comm_s)} on the wire; the "
                     f"matmul it is {'fed by' if fed_by else 'feeding'} ({mm_row['instruction']}) computes "
-                    f"{fmt_time(compute_s)}",
+                    f"{duration(compute_s)}",
                     f"grow {dim} (x{ratio:.1f}) so the matmul hides the collective, or shard so that less crosses "
                     "the link", comm_s - compute_s, "comm_s - compute_s of the matmul", SOURCE))
                 continue

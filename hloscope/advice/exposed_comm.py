@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from hloscope.advice._common import SIGNIFICANT_SHARE, Advice, fmt_time, is_scheduled, modules_by_name, shares
+from hloscope.advice._common import SIGNIFICANT_SHARE, Advice, is_scheduled, modules_by_name, shares
+from hloscope.units import duration
 
 if TYPE_CHECKING:
     from hloscope.result import Report
@@ -35,11 +36,11 @@ def advise(report: Report) -> list[Advice]:
         for i in ops.index[comm & (exposed_share >= SIGNIFICANT_SHARE)]:
             r = ops.loc[i]
             window = r["overlap_window_s"]
-            where = (f"; the schedule has {fmt_time(window)} of work between its start and done" if window == window
+            where = (f"; the schedule has {duration(window)} of work between its start and done" if window == window
                      else "; it is synchronous: nothing runs beside it")
             out.append(Advice(
                 RULE, r["module"], r["instruction"],
-                f"{r['comm_kind']} exposed {fmt_time(r['exposed_comm_s'])} of {fmt_time(r['measured_s'])} "
+                f"{r['comm_kind']} exposed {duration(r['exposed_comm_s'])} of {duration(r['measured_s'])} "
                 f"measured ({exposed_share[i]:.0%} of the module's time){where}",
                 "give it independent work to hide under: start it earlier (an async collective scheduled before "
                 "the work that does not need its result), or split the step so the next layer's compute runs "
@@ -56,9 +57,9 @@ def advise(report: Report) -> list[Advice]:
         gain = float(r["roofline_s"] - (window if window == window else 0.0))
         if not gain > 0:
             continue
-        evidence = (f"async {r['comm_kind']}: {fmt_time(r['roofline_s'])} at the roof, {fmt_time(window)} of work "
+        evidence = (f"async {r['comm_kind']}: {duration(r['roofline_s'])} at the roof, {duration(window)} of work "
                     "scheduled between start and done" if window == window else
-                    f"synchronous {r['comm_kind']}: {fmt_time(r['roofline_s'])} at the roof with nothing beside it")
+                    f"synchronous {r['comm_kind']}: {duration(r['roofline_s'])} at the roof with nothing beside it")
         out.append(Advice(RULE, r["module"], r["instruction"], evidence,
                           "schedule more independent work between start and done (or make it async)", gain,
                           "roofline_s - overlap_window_s (synchronous: roofline_s)", SOURCE))

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from hloscope.advice._common import SIGNIFICANT_SHARE, Advice, fmt_time, is_scheduled, modules_by_name, time_column
+from hloscope.advice._common import SIGNIFICANT_SHARE, Advice, is_scheduled, modules_by_name, time_column
+from hloscope.units import duration
 
 if TYPE_CHECKING:
     from hloscope.result import Report
@@ -77,7 +78,7 @@ def advise(report: Report) -> list[Advice]:
                                                   else "")
             out.append(Advice(
                 RULE, mname, shown,
-                f"{len(members)} memory-bound ops feeding one another unfused take {fmt_time(sum(t))} "
+                f"{len(members)} memory-bound ops feeding one another unfused take {duration(sum(t))} "
                 f"({sum(t) / total:.0%} of the module's time)",
                 "fuse them (one pass over HBM): keep the chain inside one jitted function, avoid layout changes "
                 "(transposes, copies) between its steps, or check why XLA did not fuse it (dump with "

@@ -18,7 +18,8 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from hloscope.advice._common import SIGNIFICANT_SHARE, Advice, dot_in, fmt_time, modules_by_name, shares
+from hloscope.advice._common import SIGNIFICANT_SHARE, Advice, dot_in, modules_by_name, shares
+from hloscope.units import duration
 
 if TYPE_CHECKING:
     from hloscope.result import Report
@@ -72,7 +73,7 @@ def advise(report: Report) -> list[Advice]:
         out.append(Advice(
             RULE, r["module"], r["instruction"],
             f"dot {f'{mm.batch} x ' if mm.batch > 1 else ''}{mm.m}x{mm.k} @ {mm.k}x{mm.n}: intensity {r['intensity']:.1f} < critical "
-            f"{ic:.0f} FLOPs/byte ({r['dtype']}); memory {fmt_time(r['memory_s'])} vs compute {fmt_time(r['compute_s'])}",
+            f"{ic:.0f} FLOPs/byte ({r['dtype']}); memory {duration(r['memory_s'])} vs compute {duration(r['compute_s'])}",
             action, float(r["roofline_s"] - r["compute_s"]), "roofline_s - compute_s (time above the compute roof)",
             SOURCE))
     return out
