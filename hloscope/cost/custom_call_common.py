@@ -76,23 +76,34 @@ class _MlirReader:
                 out[key] = self.value()
             else:
                 out[key] = True  # a unit attribute
-            ch = self._peek()
-            self.pos += 1
-            if ch == "}":
+            if self._closed("}"):
                 return out
-            if ch != ",":
-                raise _Unreadable(f"expected ',' or '}}' at {self.pos - 1}")
 
-    def _bare(self) -> str:
+    def _closed(self, close: str) -> bool:
+        """After an item of a dictionary or array: True at its closing ``close``, False at a ``,``; both taken."""
+        ch = self._peek()
+        self.pos += 1
+        if ch == close:
+            return True
+        if ch != ",":
+            raise _Unreadable(f"expected ',' or {close!r} at {self.pos - 1}")
+        return False
+
+    def _span(self, chars: str | frozenset[str], inside: bool, what: str) -> str:
+        """The longest non-empty run of characters from here (after white space) that are in ``chars``
+        (``inside``) or not in it."""
         self._skip_space()
         start = pos = self.pos
         text = self.text
-        while pos < len(text) and text[pos] in _BARE_KEY_CHARS:
+        while pos < len(text) and (text[pos] in chars) == inside:
             pos += 1
         if pos == start:
-            raise _Unreadable(f"expected a name at {start}")
+            raise _Unreadable(f"expected {what} at {start}")
         self.pos = pos
         return text[start:pos]
+
+    def _bare(self) -> str:
+        return self._span(_BARE_KEY_CHARS, True, "a name")
 
     def _string(self) -> str:
         self._expect('"')
@@ -148,23 +159,11 @@ class _MlirReader:
             return items
         while True:
             items.append(self.value())
-            ch = self._peek()
-            self.pos += 1
-            if ch == "]":
+            if self._closed("]"):
                 return items
-            if ch != ",":
-                raise _Unreadable(f"expected ',' or ']' at {self.pos - 1}")
 
     def _token(self) -> str:
-        self._skip_space()
-        start = pos = self.pos
-        text = self.text
-        while pos < len(text) and text[pos] not in " \t\r\n,:}]<>=":
-            pos += 1
-        if pos == start:
-            raise _Unreadable(f"expected a value at {start}")
-        self.pos = pos
-        return text[start:pos]
+        return self._span(" \t\r\n,:}]<>=", False, "a value")
 
     def _balanced_angle(self) -> str:
         """Text between ``<`` and its matching ``>`` (strings inside skipped whole)."""
