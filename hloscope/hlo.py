@@ -453,7 +453,26 @@ class HloInstruction:
 
     @property
     def metadata(self) -> Metadata | None:
+        if self._decoded is None:
+            # Read the metadata alone when the decoder can (the ops table reads it for every row).
+            alone = getattr(self._decoder, "metadata_of", None)
+            if alone is not None:
+                md = alone(self)
+                if md is not False:
+                    return md
         return self._decode().metadata
+
+    def attribute_text_of(self, key: str) -> str | None:
+        """The raw printed value of attribute ``key`` (``"kLoop"`` for ``kind``), ``""`` when absent, or None
+        when it cannot be read without decoding every attribute (then read ``attributes``). Used where one
+        plain attribute of many instructions is read (fusion kinds for the ops table)."""
+        if self._decoded is not None:
+            return None
+        alone = getattr(self._decoder, "attribute_value", None)
+        if alone is None:
+            return None
+        known, value = alone(self, key)
+        return value if known else None
 
     @property
     def backend_config_text(self) -> str:

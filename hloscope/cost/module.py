@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from itertools import compress
-from operator import attrgetter
+from operator import attrgetter, mul
 from typing import TYPE_CHECKING
 
 from hloscope._gc import paused_gc
@@ -104,27 +104,30 @@ def summed(rows: list[CostRow]) -> OpCost:
     """
     total = _summed(rows)
     if math.isnan(total.flops + total.transcendentals + total.bytes_read + total.bytes_written
-                  + total.comm_bytes):  # rare: sum again, skipping the unknowns
-        known = [CostRow(r.computation, r.instruction, OpCost(*(0.0 if v != v else v for v in (
-            r.cost.flops, r.cost.transcendentals, r.cost.bytes_read, r.cost.bytes_written, r.cost.comm_bytes)),
-            r.cost.comm_kind, r.cost.group_size, r.cost.flags), r.count) for r in rows]
-        total = _summed(known)
+                  + total.comm_bytes):  # rare: sum again, an unknown value counting 0
+        total = _summed(rows, skip_unknown=True)
     return total
 
 
-def _summed(rows: list[CostRow]) -> OpCost:
-    flops = transcendentals = read = written = comm = 0.0
+def _summed(rows: list[CostRow], skip_unknown: bool = False) -> OpCost:
+    """Count-weighted totals, each summed left to right from 0.0 (``np.add.accumulate`` is that sequential
+    sum, to the last bit; the products are Python's). ``skip_unknown``: a NaN value counts 0.0."""
+    import numpy as np
+
+    counts = list(map(_COUNT, rows))
+    costs = list(map(_COST, rows))
+    totals = []
+    for field in _SUMMED_FIELDS:
+        values = map(field, costs)
+        if skip_unknown:
+            values = (v if v == v else 0.0 for v in values)
+        products = np.fromiter(map(mul, values, counts), float, len(rows))
+        totals.append(float(np.add.accumulate(products)[-1]) + 0.0 if len(rows) else 0.0)
+    flops, transcendentals, read, written, comm = totals
     kinds = set()
     group = 0
     flags: set[str] = set()
-    for row in rows:
-        c = row.cost
-        k = row.count
-        flops += c.flops * k
-        transcendentals += c.transcendentals * k
-        read += c.bytes_read * k
-        written += c.bytes_written * k
-        comm += c.comm_bytes * k
+    for c in costs:
         if c.comm_kind:
             kinds.add(c.comm_kind)
             group = max(group, c.group_size)
@@ -132,6 +135,11 @@ def _summed(rows: list[CostRow]) -> OpCost:
             flags.update(c.flags)
     kind = kinds.pop() if len(kinds) == 1 else ("mixed" if kinds else "")
     return OpCost(flops, transcendentals, read, written, comm, kind, group, frozenset(flags))
+
+
+_COUNT = attrgetter("count")
+_COST = attrgetter("cost")
+_SUMMED_FIELDS = tuple(map(attrgetter, ("flops", "transcendentals", "bytes_read", "bytes_written", "comm_bytes")))
 
 
 def _apply(rule, target: HloInstruction, inst: HloInstruction, ctx: CostContext) -> OpCost:

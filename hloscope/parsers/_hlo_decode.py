@@ -17,6 +17,10 @@ from hloscope.parsers._hlo_attrs import ATTRIBUTE_PARSERS, LIST_CALL_KEYS
 from hloscope.parsers._hlo_lexer import ParserBase, split_attributes
 
 
+#: An attribute text ``split_attributes`` splits from its start: ``, key=``.
+_PLAIN_START = r.ATTRIBUTE_SPLIT
+
+
 class Decoder(ParserBase):
     """Decoding of kept attribute texts, and of metadata."""
 
@@ -42,6 +46,56 @@ class Decoder(ParserBase):
             owner = next((c.name for c in self.done.values() if any(i is inst for i in c.instructions)), "")
             raise HloParseError(e.msg, e.doc, e.pos, source=e.source, computation=owner,
                                 instruction=e.instruction) from None
+
+    def attribute_value(self, inst: HloInstruction, key: str) -> tuple[bool, str]:
+        """The raw text of one ``key=value`` of an instruction's kept attribute text, found without decoding the
+        rest: ``(True, value)``, ``(True, "")`` when ``key`` is absent, or ``(False, "")`` when only a full
+        ``decode`` can tell (a string or comment before it, a value that is not balanced, ``key`` twice, ...).
+
+        Exactly what ``decode`` reads for ``key`` where it answers: ``split_attributes`` ends a value at the next
+        ``, name=``; a value that is balanced, its strings closed, and ends in its closing brace (or is one
+        token) cannot run on past that point. Used for the ops table's metadata and fusion kinds, where a
+        full decode per instruction took most of a report's time (issue #16).
+        """
+        text = inst.attribute_text
+        probe = ", " + key + "="
+        at = text.find(probe)
+        if at < 0:
+            return (key not in text, "")
+        start = at + len(probe)
+        if (text.find('"', 0, at) >= 0 or text[-1] in ", \t" or text.find(probe, start) >= 0
+                or "\n" in text or "//" in text or "/*" in text or _PLAIN_START.match(text) is None):
+            return (False, "")
+        if at and (text.count("{", 0, at) != text.count("}", 0, at) or text.count("(", 0, at) != text.count(")", 0, at)
+                   or text.count("[", 0, at) != text.count("]", 0, at)):
+            return (False, "")
+        found = r.ATTRIBUTE_SPLIT.search(text, start)
+        value = text[start:found.start() if found else len(text)].strip()
+        if not value:
+            return (False, "")
+        if value in self.metadata:  # a metadata text already read whole (so balanced and closed)
+            return (True, value)
+        first = value[0]
+        if first == "{":
+            if value[-1] != "}":
+                return (False, "")
+        elif first == '"' or value.startswith("mesh[") or " " in value or "\t" in value:
+            return (False, "")
+        check = r.STRING.sub("", value) if '"' in value else value
+        if ('"' in check or check.count("{") != check.count("}") or check.count("(") != check.count(")")
+                or check.count("[") != check.count("]")):
+            return (False, "")
+        return (True, value)
+
+    def metadata_of(self, inst: HloInstruction) -> Metadata | None | bool:
+        """``inst.metadata`` read alone (``attribute_value``), or False when a full decode must tell."""
+        known, value = self.attribute_value(inst, "metadata")
+        if not known:
+            return False
+        if not value:
+            return None
+        md = self.metadata.get(value)
+        return md if md is not None else self._metadata(value)
 
     def _decoded(self, pairs: list[tuple[str, str]], name: str, pos: int, line: int = 0) -> DecodedAttributes:
         """Decode ``pairs``; ``pos`` is the instruction's offset, or -1 to look it up from ``line`` for an

@@ -54,7 +54,7 @@ ATTRIBUTE_SPLIT: Final = re.compile(r",[ \t]*([A-Za-z_][\w.\-]*)=")
 
 #: One ``"..."`` string with backslash escapes. It may span lines (XLA's test inputs put multi-line configs in
 #: ``backend_config="..."``); see ``INSTRUCTION_IN_STRING``.
-STRING: Final = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+STRING: Final = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 
 #: A line inside a string that reads like an instruction: the string was left open, and its closing quote is
 #: really the opening quote of a later string.
@@ -66,7 +66,7 @@ VALUE_STOP: Final = re.compile(r'[,\n{}\[\]()"/]')
 VALUE_STOP_TOP: Final = re.compile(r'[ \t,\n{}\[\]()"/]')
 
 #: ``key=value`` pairs inside ``metadata={...}`` and the module's source tables.
-BRACED_FIELD: Final = re.compile(r'([A-Za-z_][\w]*)=("(?:[^"\\]|\\.)*"|[^\s,}]+)')
+BRACED_FIELD: Final = re.compile(r'([A-Za-z_][\w]*)=("[^"\\]*(?:\\.[^"\\]*)*"|[^\s,}]+)')
 
 OPENERS: Final = frozenset("{[(")
 CLOSERS: Final = frozenset("}])")

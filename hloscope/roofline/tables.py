@@ -8,6 +8,7 @@ its loops), in FLOPs, bytes and seconds.
 from __future__ import annotations
 
 import math
+from operator import add, attrgetter
 from typing import TYPE_CHECKING, Mapping
 
 if TYPE_CHECKING:
@@ -51,7 +52,13 @@ _MOVE = frozenset(
 _FUSED_MATMUL = frozenset({"dot", "convolution"})
 
 
-def category(inst, module) -> str:
+def _string_value(text: str) -> str:
+    from hloscope.parsers._hlo_re import string_value
+
+    return string_value(text)
+
+
+def category(inst, module, kind: str | None = None) -> str:
     """``matmul`` (dot, convolution, or a fusion holding one), ``fusion:<kind>``, ``collective``,
     ``data-movement``, ``control``, ``custom-call``, ``reduction``, ``fft`` or ``elementwise``.
 
@@ -60,6 +67,9 @@ def category(inst, module) -> str:
     ``jnp.fft.fft`` as one ``fft`` instruction (tests/roofline/test_category.py); libtpu lowers it to fusions
     holding dots (checked: ``jnp.fft.fft`` on ``c64[8,64]`` compiled deviceless for TPU v5e), which are
     ``matmul``.
+
+    ``kind``: a fusion's raw printed ``kind`` when the caller has it (``""``: not printed), else it is read
+    from the decoded attributes.
     """
     op = inst.opcode
     if op in ("dot", "convolution", "ragged-dot"):
@@ -70,7 +80,9 @@ def category(inst, module) -> str:
         for name in inst.called_computations.get("calls", ()):
             if not _FUSED_MATMUL.isdisjoint(module.computation(name).opcodes):  # (builds no instruction)
                 return "matmul"
-        return f"fusion:{inst.attributes.get('kind', '?')}"
+        if kind is None:
+            return f"fusion:{inst.attributes.get('kind', '?')}"
+        return f"fusion:{_string_value(kind) if kind else '?'}"
     if op in _COLLECTIVE or op.startswith(("all-", "reduce-scatter", "collective-")):
         return "collective"
     if op in _MOVE:
@@ -102,69 +114,253 @@ def ops_frame(costs: list[ModuleCost], chip: ChipSpec, measured: Mapping[tuple[s
     Returns:
         DataFrame with ``OP_COLUMNS``, sorted by measured time (traces) or roofline time (static), largest
         first.
-    """
-    import pandas as pd
 
-    from hloscope.roofline.score import op_dtype, score
+    Built by columns (issue #16; docs/architecture.md): the per-instruction fields are gathered with C-level
+    maps, the common row (no cost flag, no wire bytes, exact float inputs) is scored by numpy over whole
+    columns with the formulas of ``score.score`` in the same order (so the same floats; the other rows go
+    through ``score.score`` itself), dtypes, categories and shape texts are memoized per distinct key, and
+    metadata and fusion kinds are read without decoding the other attributes.
+    """
+    import numpy as np
+    import pandas as pd
 
     from hloscope.roofline.score import devices_per_physical_chip
 
-    rows = []
     measured = measured or {}
     per_chip = devices_per_physical_chip(chip)
-    for mc in costs:
-        module = mc.module
-        mname = module.name
-        within_chip = per_chip > 1 and module.replica_count * module.num_partitions <= per_chip
-        for row in mc.rows:
-            inst = row.instruction
-            cost = row.cost
-            key = (mname, inst.name)
-            timing = measured.get(key)
-            work = cost.flops + cost.transcendentals + cost.bytes_read + cost.bytes_written + cost.comm_bytes
-            if work == 0 and timing is None and not cost.flags and not all_rows:
-                continue
-            operand_types = None
-            if inst.opcode in ("dot", "convolution"):
-                shape_of = module.computation(row.computation).shape_of
-                operand_types = [shape_of(o).element_type for o in inst.operands[:2]]
-            dtype = op_dtype(inst, module, operand_types)
-            s = score(cost, chip, dtype, within_chip)
-            n = row.count
-            md = inst.metadata
-            measured_s = timing[0] if timing else math.nan
-            roofline_s = s.roofline_s * n
-            flops = cost.flops * n
-            hbm = cost.bytes_accessed * n
-            rows.append({
-                "module": mname, "computation": row.computation, "instruction": inst.name, "opcode": inst.opcode,
-                "category": category(inst, module), "op_name": md.op_name if md else "",
-                "source": md.source if md else "", "executions": n, "flops": flops,
-                "transcendentals": cost.transcendentals * n, "hbm_bytes": hbm,
-                "hbm_read_bytes": cost.bytes_read * n, "hbm_write_bytes": cost.bytes_written * n,
-                "wire_bytes": cost.comm_bytes * n, "comm_kind": cost.comm_kind, "group_size": cost.group_size,
-                "dtype": dtype, "intensity": s.intensity, "critical_intensity": s.critical_intensity,
-                "compute_s": s.compute_s * n, "memory_s": s.memory_s * n, "comm_s": s.comm_s * n,
-                "roofline_s": roofline_s, "bound": s.bound.value, "measured_s": measured_s,
-                "occurrences": timing[1] if timing else math.nan,
-                "step_fraction": measured_s / step_s[mname] if timing and step_s and step_s.get(mname) else math.nan,
-                "efficiency": roofline_s / measured_s if timing and measured_s > 0 else math.nan,
-                "achieved_flops_per_s": flops / measured_s if timing and measured_s > 0 else math.nan,
-                "achieved_bytes_per_s": hbm / measured_s if timing and measured_s > 0 else math.nan,
-                "lost_s": measured_s - roofline_s if timing else math.nan,
-                "caveats": ",".join(sorted(cost.flags | s.flags)), "result_shape": str(inst.shape),
-            })
-    # Trace ops that name no instruction of any module: listed, never dropped.
-    known = {(r["module"], r["instruction"]) for r in rows}
-    for (mname, op), (sec, occ) in measured.items():
-        if (mname, op) not in known:
-            rows.append({c: math.nan for c in OP_COLUMNS} | {
-                "module": mname, "computation": "", "instruction": op, "opcode": "", "category": "unjoined",
-                "op_name": "", "source": "", "comm_kind": "", "dtype": "", "bound": "", "measured_s": sec,
-                "occurrences": occ, "caveats": "not-in-hlo", "result_shape": ""})
-    df = pd.DataFrame(rows, columns=OP_COLUMNS)
+    parts = [_module_columns(mc, chip, per_chip, measured, all_rows) for mc in costs]
+    frame: dict = {c: [] for c in _BUILT_COLUMNS}
+    for part in parts:
+        for c in _BUILT_COLUMNS:
+            values = part[c]
+            frame[c].extend(values.tolist() if hasattr(values, "tolist") else values)
+    joined = len(frame["module"])
+    known = set(zip(frame["module"], frame["instruction"])) if measured else set()
+    unjoined = [(m, op, sec, occ) for (m, op), (sec, occ) in measured.items() if (m, op) not in known]
+    if unjoined:
+        # Trace ops that name no instruction of any module: listed, never dropped.
+        for c in _BUILT_COLUMNS:
+            frame[c].extend([math.nan] * len(unjoined))
+        for c in ("computation", "opcode", "op_name", "source", "comm_kind", "dtype", "bound", "result_shape"):
+            frame[c][joined:] = [""] * len(unjoined)
+        frame["module"][joined:] = [u[0] for u in unjoined]
+        frame["instruction"][joined:] = [u[1] for u in unjoined]
+        frame["category"][joined:] = ["unjoined"] * len(unjoined)
+        frame["caveats"][joined:] = ["not-in-hlo"] * len(unjoined)
+        frame["measured_s"][joined:] = [u[2] for u in unjoined]
+        frame["occurrences"][joined:] = [u[3] for u in unjoined]
+    total = joined + len(unjoined)
+    for c in ("overlap_window_s", "exposed_comm_s", "overlapped_comm_s", "slowest_participant_s"):
+        frame[c] = np.full(total, math.nan)
+    if measured:
+        _measured_columns(frame, step_s, joined)
+    else:
+        for c in _MEASURED_COLUMNS:
+            frame[c] = np.full(total, math.nan)
+    df = pd.DataFrame({c: frame[c] for c in OP_COLUMNS}, columns=OP_COLUMNS)
+    if not total:
+        df = df.astype(object)  # (an empty table has the dtypes of one built from records)
     sort_key = "measured_s" if measured else "roofline_s"
     return df.sort_values(sort_key, ascending=False, na_position="last", kind="stable").reset_index(drop=True)
+
+
+#: Columns ``_module_columns`` makes, in ``OP_COLUMNS`` order.
+_BUILT_COLUMNS = (
+    "module", "computation", "instruction", "opcode", "category", "op_name", "source", "executions", "flops",
+    "transcendentals", "hbm_bytes", "hbm_read_bytes", "hbm_write_bytes", "wire_bytes", "comm_kind", "group_size",
+    "dtype", "intensity", "critical_intensity", "compute_s", "memory_s", "comm_s", "roofline_s", "bound",
+    "measured_s", "occurrences", "caveats", "result_shape",
+)
+#: Columns computed from ``measured_s`` (NaN in a static report).
+_MEASURED_COLUMNS = ("step_fraction", "efficiency", "achieved_flops_per_s", "achieved_bytes_per_s", "lost_s")
+#: Largest integer every float holds exactly: below it, a sum or quotient of Python ints equals that of their
+#: float conversions, so the column arithmetic gives Python's floats.
+_EXACT_INT = 2**53
+
+_SHAPE = attrgetter("shape")
+_COST = attrgetter("cost")
+_INSTRUCTION = attrgetter("instruction")
+_COUNT = attrgetter("count")
+_FLOPS = attrgetter("flops")
+_TRANSCENDENTALS = attrgetter("transcendentals")
+_READ = attrgetter("bytes_read")
+_WRITTEN = attrgetter("bytes_written")
+_COMM = attrgetter("comm_bytes")
+_FLAGS = attrgetter("flags")
+
+
+def _measured_columns(frame: dict, step_s: Mapping[str, float] | None, joined: int) -> None:
+    """``step_fraction``, ``efficiency``, achieved rates and ``lost_s`` from ``measured_s``, by columns: NaN for a
+    row without a measured time and for the trace's unjoined ops (after the first ``joined`` rows). Same
+    divisions and subtraction as one row at a time, so the same floats."""
+    import numpy as np
+
+    measured_s = np.asarray(frame["measured_s"][:joined], dtype=float)
+    timed = ~np.isnan(measured_s)
+    positive = timed & (measured_s > 0)
+    roofline = np.asarray(frame["roofline_s"][:joined], dtype=float)
+    step = np.array([(step_s or {}).get(m) or math.nan for m in frame["module"][:joined]], dtype=float)
+    pad = np.full(len(frame["module"]) - joined, math.nan)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        frame["step_fraction"] = np.concatenate([np.where(timed, measured_s / step, math.nan), pad])
+        frame["efficiency"] = np.concatenate([np.where(positive, roofline / measured_s, math.nan), pad])
+        frame["achieved_flops_per_s"] = np.concatenate([np.where(
+            positive, np.asarray(frame["flops"][:joined], dtype=float) / measured_s, math.nan), pad])
+        frame["achieved_bytes_per_s"] = np.concatenate([np.where(
+            positive, np.asarray(frame["hbm_bytes"][:joined], dtype=float) / measured_s, math.nan), pad])
+        frame["lost_s"] = np.concatenate([np.where(timed, measured_s - roofline, math.nan), pad])
+
+
+def _module_columns(mc: ModuleCost, chip: ChipSpec, per_chip: int, measured: Mapping, all_rows: bool) -> dict:
+    """The ``_BUILT_COLUMNS`` of one module's rows (lists or float arrays)."""
+    import numpy as np
+
+    from hloscope.roofline.score import score
+
+    module = mc.module
+    mname = module.name
+    within_chip = per_chip > 1 and module.replica_count * module.num_partitions <= per_chip
+    rows = mc.rows
+    if measured:
+        timings = [measured.get((mname, r.instruction.name)) for r in rows]
+    if not all_rows:
+        keep = [k for k, r in enumerate(rows)
+                if r.cost.flags or (measured and timings[k] is not None)
+                or (r.cost.flops + r.cost.transcendentals + r.cost.bytes_read + r.cost.bytes_written
+                    + r.cost.comm_bytes) != 0]
+        if len(keep) < len(rows):
+            rows = [rows[k] for k in keep]
+            if measured:
+                timings = [timings[k] for k in keep]
+    count = len(rows)
+    insts = list(map(_INSTRUCTION, rows))
+    costs = list(map(_COST, rows))
+    n = np.fromiter(map(_COUNT, rows), float, count)
+    flops = list(map(_FLOPS, costs))
+    trans = list(map(_TRANSCENDENTALS, costs))
+    reads = list(map(_READ, costs))
+    writes = list(map(_WRITTEN, costs))
+    comms = list(map(_COMM, costs))
+    work = list(map(add, flops, trans))
+    hbm = list(map(add, reads, writes))
+    work_f = np.fromiter(work, float, count)
+    hbm_f = np.fromiter(hbm, float, count)
+    scorer = _Scorer(chip, module, within_chip)
+    dtypes = [scorer.dtype(i, r.computation) for i, r in zip(insts, rows)]
+    peaks = {d: chip.peak_flops_for(d) for d in set(dtypes)}
+    peak = np.fromiter((peaks[d][0] for d in dtypes), float, count)
+    # Rows numpy scores: no cost flag (precision passes, caveats), no wire bytes (link choice), and inputs
+    # whose Python arithmetic the float columns reproduce exactly (finite, below 2**53).
+    simple = ((np.fromiter(map(_not_any, map(_FLAGS, costs)), bool, count))
+              & (np.fromiter(comms, float, count) == 0)
+              & (np.abs(work_f) < _EXACT_INT) & (np.abs(hbm_f) < _EXACT_INT)
+              & (np.abs(np.fromiter(flops, float, count)) < _EXACT_INT)
+              & (np.abs(np.fromiter(trans, float, count)) < _EXACT_INT))
+    compute_s = work_f / peak  # score(): (passes * flops + transcendentals) / peak, passes = 1
+    memory_s = hbm_f / chip.hbm_bytes_per_s
+    comm_s = np.zeros(count)
+    roofline_s = np.maximum(compute_s, memory_s)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        intensity = np.where(hbm_f != 0, work_f / hbm_f, np.where(work_f != 0, math.inf, 0.0))
+    critical = np.fromiter((peaks[d][0] / chip.hbm_bytes_per_s for d in dtypes), float, count)
+    bound = np.where(roofline_s == 0.0, "memory", np.where(roofline_s == compute_s, "compute", "memory")).tolist()
+    caveats = ["peak-fallback" if peaks[d][1] else "" for d in dtypes]
+    for k in np.flatnonzero(~simple).tolist():
+        s = score(costs[k], chip, dtypes[k], within_chip)
+        compute_s[k], memory_s[k], comm_s[k], roofline_s[k] = s.compute_s, s.memory_s, s.comm_s, s.roofline_s
+        intensity[k], critical[k], bound[k] = s.intensity, s.critical_intensity, s.bound.value
+        caveats[k] = ",".join(sorted(costs[k].flags | s.flags))
+    metadata = [i.metadata for i in insts]
+    out = {
+        "module": [mname] * count, "computation": [r.computation for r in rows],
+        "instruction": [i.name for i in insts], "opcode": [i.opcode for i in insts],
+        "category": list(map(scorer.category, insts)),
+        "op_name": [md.op_name if md else "" for md in metadata],
+        "source": [md.source if md else "" for md in metadata],
+        "executions": n, "flops": np.fromiter(flops, float, count) * n,
+        "transcendentals": np.fromiter(trans, float, count) * n,
+        "hbm_bytes": hbm_f * n, "hbm_read_bytes": np.fromiter(reads, float, count) * n,
+        "hbm_write_bytes": np.fromiter(writes, float, count) * n,
+        "wire_bytes": np.fromiter(comms, float, count) * n, "comm_kind": [c.comm_kind for c in costs],
+        "group_size": [c.group_size for c in costs], "dtype": dtypes, "intensity": intensity,
+        "critical_intensity": critical, "compute_s": compute_s * n, "memory_s": memory_s * n,
+        "comm_s": comm_s * n, "roofline_s": roofline_s * n, "bound": bound, "caveats": caveats,
+        "result_shape": scorer.shape_texts(insts),
+        "measured_s": [t[0] if t else math.nan for t in timings] if measured else np.full(count, math.nan),
+        "occurrences": [t[1] if t else math.nan for t in timings] if measured else np.full(count, math.nan),
+    }
+    return out
+
+
+def _not_any(flags: frozenset) -> bool:
+    return not flags
+
+
+class _Scorer:
+    """Memoized ``op_dtype``, ``category`` and shape texts of the rows of one module (a module repeats them:
+    the same elementwise op on the same shape, layer after layer)."""
+
+    __slots__ = ("module", "_dtypes", "_kinds", "_categories")
+
+    def __init__(self, chip: ChipSpec, module, within_chip: bool) -> None:
+        self.module = module
+        self._dtypes: dict = {}
+        self._kinds: dict = {}
+        self._categories: dict = {}
+
+    def dtype(self, inst, computation: str) -> str:
+        """``score.op_dtype`` of ``inst`` (of ``computation``)."""
+        from hloscope.roofline.score import op_dtype
+
+        opcode = inst.opcode
+        if opcode in ("dot", "convolution"):
+            shape_of = self.module.computation(computation).shape_of
+            operand_types = [shape_of(o).element_type for o in inst.operands[:2]]
+            key = (opcode, tuple(operand_types), id(inst.shape))
+            found = self._dtypes.get(key)
+            if found is None:
+                found = self._dtypes[key] = op_dtype(inst, self.module, operand_types)
+            return found
+        if opcode == "fusion" or opcode in _SCORED_AS_MATMUL:
+            key = (opcode, id(inst.shape), inst.called_computations.get("calls", ()))
+        else:
+            key = id(inst.shape)  # (the dtype of any other instruction is that of its result; shapes live on)
+        found = self._dtypes.get(key)
+        if found is None:
+            found = self._dtypes[key] = op_dtype(inst, self.module)
+        return found
+
+    def category(self, inst) -> str:
+        """``category(inst, module)``."""
+        opcode = inst.opcode
+        if opcode != "fusion":
+            found = self._categories.get(opcode)  # (any other opcode's category is its opcode's)
+            if found is None:
+                found = self._categories[opcode] = category(inst, self.module)
+            return found
+        key = (inst.called_computations.get("calls", ()), inst.attribute_text_of("kind"))
+        if key[1] is None:
+            return category(inst, self.module)
+        found = self._kinds.get(key)
+        if found is None:
+            found = self._kinds[key] = category(inst, self.module, key[1])
+        return found
+
+    @staticmethod
+    def shape_texts(insts) -> list[str]:
+        """``str(inst.shape)`` of each instruction, made once per shape object (the parser shares them)."""
+        texts: dict[int, str] = {}
+        out = []
+        for shape in map(_SHAPE, insts):
+            text = texts.get(id(shape))
+            if text is None:
+                text = texts[id(shape)] = str(shape)
+            out.append(text)
+        return out
+
+
+#: Opcodes other than dot/convolution that ``score.op_dtype`` reads called computations for.
+_SCORED_AS_MATMUL = frozenset({"ragged-dot"})
 
 
 def modules_frame(costs: list[ModuleCost], ops: pd.DataFrame, chip: ChipSpec,

@@ -29,7 +29,7 @@ def add_overlap_columns(ops: pd.DataFrame, modules: pd.DataFrame, hlo_modules: I
     hlo_modules = list(hlo_modules)
     if not len(ops) or not len(modules):
         return
-    keys = list(zip(ops["module"], ops["instruction"]))
+    keys = list(zip(ops["module"].tolist(), ops["instruction"].tolist()))
     comm = ops["category"].eq("collective").any() or ops["comm_kind"].astype(bool).any()
     if hlo_modules and not comm:  # (the common small program: no collective, nothing exposed; no pandas work)
         modules["exposed_comm_roofline_s"] = 0.0

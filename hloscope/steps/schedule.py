@@ -53,9 +53,10 @@ def async_overlap(modules: Iterable[HloModule], ops: pd.DataFrame
     for module in modules:
         mine = ops[ops["module"] == module.name]
         is_comm = (mine["category"] == "collective") | (mine["comm_kind"].astype(str) != "")
-        roof = dict(zip(mine["instruction"], mine["roofline_s"]))
-        comm = set(mine.loc[is_comm, "instruction"])
-        work = dict(zip(mine.loc[~is_comm, "instruction"], mine.loc[~is_comm, "roofline_s"].fillna(0.0)))
+        # (columns read as lists: iterating a pandas string column goes element by element through pandas)
+        roof = dict(zip(mine["instruction"].tolist(), mine["roofline_s"].tolist()))
+        comm = set(mine.loc[is_comm, "instruction"].tolist())
+        work = dict(zip(mine.loc[~is_comm, "instruction"].tolist(), mine.loc[~is_comm, "roofline_s"].fillna(0.0).tolist()))
         by_comp = mine.loc[~is_comm].groupby("computation")["roofline_s"].sum().to_dict()
         pending = set(comm)
         total = 0.0
@@ -70,7 +71,7 @@ def async_overlap(modules: Iterable[HloModule], ops: pd.DataFrame
                 pending.discard(start)
         # Synchronous collectives, and starts whose done was not found: fully exposed (summed in the table's
         # order: a set's order changes with the interpreter's hash seed, and the sum's last bit with it).
-        for name in mine.loc[is_comm, "instruction"]:
+        for name in mine.loc[is_comm, "instruction"].tolist():
             if name in pending and not name.endswith("-done"):
                 total += roof.get(name, math.nan)
         exposed[module.name] = total
@@ -91,7 +92,13 @@ def _async_spans(comp: HloComputation) -> list[tuple[int, int, frozenset[str]]]:
     origin: dict[str, int] = {}  # start or update name -> the start's index
     updates: dict[int, set[str]] = {}
     out = []
-    for i, (name, op) in enumerate(zip(comp.names, comp.opcodes)):
+    opcodes = comp.opcodes
+    asynchronous = {op for op in set(opcodes) if op.endswith(("-start", "-update", "-done")) or op in ("send", "recv")}
+    if not asynchronous:
+        return out
+    names = comp.names
+    for i in [i for i, op in enumerate(opcodes) if op in asynchronous]:
+        name, op = names[i], opcodes[i]
         if op.endswith("-start") or op in ("send", "recv"):
             origin[name] = i
         elif op.endswith(("-update", "-done")):

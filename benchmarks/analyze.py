@@ -1,0 +1,183 @@
+"""End-to-end analysis speed of HLO modules: ``hloscope.analyze(text, chip=...)`` against XLA's parse (issue #16).
+
+Usage (from the repository root)::
+
+    python benchmarks/analyze.py                    # the corpus modules of issue #16 and the 52 MB module
+    python benchmarks/analyze.py --stages           # plus where analyze's time goes, per module
+    python benchmarks/analyze.py --hlo A.hlo B.hlo  # any HLO text files instead
+    python benchmarks/analyze.py --small            # small modules (2-20 kB): median analyze time
+    python benchmarks/analyze.py --cli              # plus `hloscope report FILE --format json` as a process
+
+Rows (all in one process, on the same text; best of ``--repeat`` wall times, ``parse.best_of``):
+
+* ``XLA parse``: ``xla_client.hlo.hlo_module_from_text(text)`` -- the yardstick.
+* ``parse``: ``hloscope.parsers.parse_hlo_text(text)``.
+* ``analyze``: ``hloscope.analyze(text, chip=CHIP)`` -- parse, cost, score, the ops and modules tables, the
+  overlap columns: what a user's call returns.
+* ``ratio`` = XLA's time / hloscope's (above 1: faster than XLA's parse). Issue #16's target: analyze >= 2x.
+* ``--cli``: ``python -m hloscope report FILE --chip CHIP --format json`` as a child process (best of N), beside
+  ``python -c "import hloscope"`` (interpreter start and the imports a report needs); target: the report within
+  1.5x of (XLA parse / 2 + interpreter start).
+
+``--small``: every fixture and corpus HLO text of 2-20 kB (post-optimization modules of all sizes users' tests
+compile), analyze median and 90th percentile per module; target: median <= 3 ms.
+
+The corpus is read from ``../shared/corpus`` (``--corpus DIR``); the 52 MB module is ``parse.py``'s generated
+module (cached under ``$HLOSCOPE_BENCH_CACHE``; generated once, 2-3 minutes).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+from benchmarks.parse import best_of, generated_module  # noqa: E402
+
+#: issue #16's corpus modules (file name endings under the corpus).
+CORPUS_MODULES = [
+    "gemma2_2b_keras_jax.hlo",
+    "gemma3_1b_flax_call.hlo",
+    "hlo_llama31_8b_bf16_1x8.hlo",
+    "hlo_mixtral_8x7b_bf16_1x8.hlo",
+    "hlo_gemma4_2b_bf16.hlo",
+]
+
+
+def corpus_files(corpus: Path) -> list[Path]:
+    found = []
+    for name in CORPUS_MODULES:
+        hits = sorted(p for p in corpus.glob(f"*/*__{name}"))
+        if hits:
+            found.append(hits[0])
+        else:
+            print(f"(not in the corpus: {name})", file=sys.stderr)
+    return found
+
+
+def stages(text: str, chip_id: str) -> dict[str, float]:
+    """Seconds of each stage of a static analyze (one run, after a warm-up)."""
+    from hloscope.cost import module_cost
+    from hloscope.parsers import parse_hlo_text
+    from hloscope.roofline.chips import get_chip
+    from hloscope.roofline.tables import modules_frame, ops_frame
+    from hloscope.steps.columns import add_overlap_columns
+
+    chip = get_chip(chip_id)
+    out: dict[str, float] = {}
+    gc.collect()
+    t = time.perf_counter()
+    m = parse_hlo_text(text)
+    out["parse"] = time.perf_counter() - t
+    t = time.perf_counter()
+    costs = [module_cost(m)]
+    out["cost"] = time.perf_counter() - t
+    t = time.perf_counter()
+    ops = ops_frame(costs, chip)
+    out["ops table"] = time.perf_counter() - t
+    t = time.perf_counter()
+    table = modules_frame(costs, ops, chip)
+    out["modules table"] = time.perf_counter() - t
+    t = time.perf_counter()
+    add_overlap_columns(ops, table, [m])
+    out["overlap columns"] = time.perf_counter() - t
+    return out
+
+
+def module_rows(paths: list[Path], chip: str, repeat: int, show_stages: bool, cli: bool) -> None:
+    import hloscope
+    from hloscope.parsers import parse_hlo_text
+    from jax._src.lib import xla_client as xc
+
+    print(f"{'module':<44} {'MB':>6} {'XLA parse s':>11} {'parse s':>8} {'ratio':>6} {'analyze s':>9} {'ratio':>6}")
+    for path in paths:
+        text = path.read_text()
+        xc.hlo.hlo_module_from_text(text)
+        hloscope.analyze(text, chip=chip)  # warm-up (imports, first calls)
+        xla = best_of(lambda: xc.hlo.hlo_module_from_text(text), repeat)
+        parse = best_of(lambda: parse_hlo_text(text), repeat)
+        analyze = best_of(lambda: hloscope.analyze(text, chip=chip), repeat)
+        name = path.name.split("__")[-1][:44]
+        print(f"{name:<44} {len(text) / 1e6:6.2f} {xla:11.3f} {parse:8.3f} {xla / parse:5.2f}x {analyze:9.3f} "
+              f"{xla / analyze:5.2f}x", flush=True)
+        if show_stages:
+            s = stages(text, chip)
+            print("    " + ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in s.items()), flush=True)
+        if cli:
+            start = _process_best([sys.executable, "-c", "import hloscope.cli, pandas"], repeat)
+            report = _process_best([sys.executable, "-m", "hloscope", "report", str(path), "--chip", chip,
+                                    "--format", "json"], repeat)
+            print(f"    report --format json (process) {report:.3f} s; interpreter + imports {start:.3f} s; "
+                  f"target <= 1.5 x ({xla / 2:.3f} + {start:.3f}) = {1.5 * (xla / 2 + start):.3f} s", flush=True)
+
+
+def _process_best(cmd: list[str], repeat: int) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        t = time.perf_counter()
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, cwd=REPO)
+        best = min(best, time.perf_counter() - t)
+    return best
+
+
+def small_modules(corpus: Path, chip: str, repeat: int) -> None:
+    import hloscope
+    from jax._src.lib import xla_client as xc
+
+    paths = [p for p in sorted((REPO / "fixtures").rglob("*")) + sorted(corpus.glob("hlo_*/*"))
+             if p.is_file() and p.suffix in (".txt", ".hlo") and 2_000 <= p.stat().st_size <= 20_000]
+    times, ratios, skipped = [], [], 0
+    for path in paths:
+        text = path.read_text(errors="replace")
+        try:
+            hloscope.analyze(text, chip=chip)
+        except Exception:  # noqa: BLE001 - not a module hloscope reads (a test input, an error fixture)
+            skipped += 1
+            continue
+        a = best_of(lambda: hloscope.analyze(text, chip=chip), repeat)
+        times.append(a)
+        try:
+            x = best_of(lambda: xc.hlo.hlo_module_from_text(text), repeat)
+            ratios.append(a / x)
+        except Exception:  # noqa: BLE001 - XLA rejects some corpus texts hloscope reads
+            pass
+    times.sort()
+    print(f"small modules (2-20 kB): {len(times)} analyzed ({skipped} not HLO modules hloscope reads)")
+    print(f"  analyze median {statistics.median(times) * 1e3:.2f} ms, p90 {times[int(0.9 * len(times))] * 1e3:.2f} ms,"
+          f" max {times[-1] * 1e3:.2f} ms; median analyze / XLA parse {statistics.median(ratios):.1f}x "
+          f"({len(ratios)} XLA reads); target: median <= 3 ms")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--hlo", nargs="*", type=Path, help="HLO text files (default: issue #16's modules)")
+    ap.add_argument("--corpus", type=Path, default=REPO.parent / "shared" / "corpus")
+    ap.add_argument("--chip", default="tpu-v5e")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--stages", action="store_true")
+    ap.add_argument("--cli", action="store_true")
+    ap.add_argument("--small", action="store_true", help="only the small-module median")
+    ap.add_argument("--no-big", action="store_true", help="skip the 52 MB generated module")
+    args = ap.parse_args(argv)
+    if args.small:
+        small_modules(args.corpus, args.chip, max(args.repeat, 5))
+        return 0
+    paths = args.hlo or corpus_files(args.corpus)
+    if not args.hlo and not args.no_big:
+        paths.append(generated_module(48))
+    module_rows(paths, args.chip, args.repeat, args.stages, args.cli)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
