@@ -462,6 +462,18 @@ class HloInstruction:
                     return md
         return self._decode().metadata
 
+    def attribute(self, key: str, default: Any = None) -> Any:
+        """``attributes.get(key, default)``, read from ``key``'s printed text alone when the decoder can (a
+        fusion's ``kind`` or ``output_to_operand_aliasing``, read for every fusion by the ops table and the
+        memory model), else from the decoded attributes."""
+        if self._decoded is None:
+            alone = getattr(self._decoder, "attribute_alone", None)
+            if alone is not None:
+                known, value = alone(self, key, default)
+                if known:
+                    return value
+        return self.attributes.get(key, default)
+
     def attribute_text_of(self, key: str) -> str | None:
         """The raw printed value of attribute ``key`` (``"kLoop"`` for ``kind``), ``""`` when absent, or None
         when it cannot be read without decoding every attribute (then read ``attributes``). Used where one

@@ -248,7 +248,7 @@ def cost(inst: HloInstruction, ctx: CostContext, fusion_bytes: FusionBytes) -> O
     at the boundary."""
     names = inst.called_computations.get("calls", ())
     inner = ctx.computation_cost(names[0]) if names else OpCost()
-    if names and fusion_bytes.gather_scatter is not None and inst.attributes.get("kind") == "kCustom":
+    if names and fusion_bytes.gather_scatter is not None and inst.attribute("kind") == "kCustom":
         alone = _custom_gather_scatter(ctx.module.computation(names[0]), fusion_bytes.gather_scatter, ctx)
         inner = OpCost(alone.flops, alone.transcendentals, 0.0, 0.0, inner.comm_bytes, inner.comm_kind,
                        inner.group_size, alone.flags)

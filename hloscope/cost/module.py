@@ -110,10 +110,8 @@ def summed(rows: list[CostRow]) -> OpCost:
 
 
 def _summed(rows: list[CostRow], skip_unknown: bool = False) -> OpCost:
-    """Count-weighted totals, each summed left to right from 0.0 (``np.add.accumulate`` is that sequential
-    sum, to the last bit; the products are Python's). ``skip_unknown``: a NaN value counts 0.0."""
-    import numpy as np
-
+    """Count-weighted totals, each summed left to right from 0.0 (``_sequential_sum``; the products are
+    Python's). ``skip_unknown``: a NaN value counts 0.0."""
     counts = list(map(_COUNT, rows))
     costs = list(map(_COST, rows))
     totals = []
@@ -121,8 +119,7 @@ def _summed(rows: list[CostRow], skip_unknown: bool = False) -> OpCost:
         values = map(field, costs)
         if skip_unknown:
             values = (v if v == v else 0.0 for v in values)
-        products = np.fromiter(map(mul, values, counts), float, len(rows))
-        totals.append(float(np.add.accumulate(products)[-1]) + 0.0 if len(rows) else 0.0)
+        totals.append(_sequential_sum(list(map(mul, values, counts))))
     flops, transcendentals, read, written, comm = totals
     kinds = set()
     group = 0
@@ -135,6 +132,19 @@ def _summed(rows: list[CostRow], skip_unknown: bool = False) -> OpCost:
             flags.update(c.flags)
     kind = kinds.pop() if len(kinds) == 1 else ("mixed" if kinds else "")
     return OpCost(flops, transcendentals, read, written, comm, kind, group, frozenset(flags))
+
+
+def _sequential_sum(values: list) -> float:
+    """``0.0 + values[0] + values[1] + ...`` in that order, to the last bit: a loop for short lists,
+    ``np.add.accumulate`` (a sequential sum, unlike ``np.sum``'s pairwise one) for long ones."""
+    if len(values) < 64:
+        total = 0.0
+        for v in values:
+            total += v
+        return total
+    import numpy as np
+
+    return float(np.add.accumulate(np.array(values, dtype=float))[-1]) + 0.0  # (+ 0.0: -0.0 reads 0.0)
 
 
 _COUNT = attrgetter("count")

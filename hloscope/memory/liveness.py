@@ -264,7 +264,7 @@ class _Walk:
             kind = "constant" if op == "constant" else "temp"
             tree = self.new_tree(inst.shape, cname, inst.name, kind)
             if isinstance(tree, int) and (op in ELEMENTWISE_OPCODES or
-                                          (op == "fusion" and inst.attributes.get("kind") == "kLoop")):
+                                          (op == "fusion" and inst.attribute("kind") == "kLoop")):
                 self._share_candidates(tree, inst, ops, time)
         for t in ops:
             self.use(t, time)
@@ -412,7 +412,7 @@ def _output_operand_pairs(inst: Any, module: HloModule) -> list[tuple[tuple[int,
     """(output index, (operand number, operand index)) pairs an instruction writes in place: its
     ``output_to_operand_aliasing`` attribute, else (fusions) a fused ``dynamic-update-slice``/``scatter`` root
     whose operand 0 is a fused parameter (XLA ``GetInPlaceInputOutputPairs``)."""
-    text = inst.attributes.get("output_to_operand_aliasing")
+    text = inst.attribute("output_to_operand_aliasing")
     if isinstance(text, str) and text:
         return _parse_aliasing(text)
     if inst.opcode != "fusion":

@@ -17,6 +17,9 @@ from hloscope.parsers._hlo_attrs import ATTRIBUTE_PARSERS, LIST_CALL_KEYS
 from hloscope.parsers._hlo_lexer import ParserBase, split_attributes
 
 
+#: Keys ``decode`` does not file under ``attributes``.
+_NOT_ATTRIBUTES = frozenset({"metadata", "backend_config", "frontend_attributes", "sharding",
+                             *CALLED_COMPUTATION_ROLES, *LIST_CALL_KEYS})
 #: An attribute text ``split_attributes`` splits from its start: ``, key=``.
 _PLAIN_START = r.ATTRIBUTE_SPLIT
 
@@ -86,6 +89,25 @@ class Decoder(ParserBase):
                 or check.count("[") != check.count("]")):
             return (False, "")
         return (True, value)
+
+    def attribute_alone(self, inst: HloInstruction, key: str, default: Any = None) -> tuple[bool, Any]:
+        """``(True, inst.attributes.get(key, default))`` read from ``key``'s text alone (``attribute_value``),
+        or ``(False, None)`` when a full decode must tell (also for a value its converter rejects: the full
+        decode raises the located error, and for the keys ``decode`` files elsewhere than ``attributes``)."""
+        if key in _NOT_ATTRIBUTES:
+            return (False, None)
+        known, value = self.attribute_value(inst, key)
+        if not known:
+            return (False, None)
+        if not value:
+            return (True, default)
+        parser = ATTRIBUTE_PARSERS.get(key)
+        if parser is None:
+            return (True, value)
+        try:
+            return (True, parser(value))
+        except Exception:  # noqa: BLE001 - the full decode reports it, located
+            return (False, None)
 
     def metadata_of(self, inst: HloInstruction) -> Metadata | None | bool:
         """``inst.metadata`` read alone (``attribute_value``), or False when a full decode must tell."""

@@ -375,9 +375,11 @@ def modules_frame(costs: list[ModuleCost], ops: pd.DataFrame, chip: ChipSpec,
     import pandas as pd
 
     rows = []
+    # (one module whose rows are all the table's, the common case: no filtering copy)
+    whole = len(costs) == 1 and bool((ops["module"] == costs[0].module.name).all())
     for mc in costs:
         name = mc.module.name
-        mine = ops[ops["module"] == name]
+        mine = ops if whole else ops[ops["module"] == name]
         measured = step_s.get(name, math.nan) if step_s else math.nan
         by_dtype = mine.groupby("dtype")["flops"].sum()
         dtype = str(by_dtype.idxmax()) if len(by_dtype) and by_dtype.max() > 0 else "bf16"
