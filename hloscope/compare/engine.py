@@ -128,7 +128,11 @@ def rows(df: pd.DataFrame, columns: Iterable[str] | None = None) -> list[dict[st
     """The rows of ``df`` as dicts of Python values (``DataFrame.to_dict("records")``, several times faster on
     small tables: column lists zipped)."""
     cols = list(df.columns) if columns is None else [c for c in columns if c in df.columns]
-    return [dict(zip(cols, values)) for values in zip(*(df[c].tolist() for c in cols))]
+    if not cols or not len(df):
+        return []
+    # One object array of the columns (a column lookup each cost ~20 us: a compare made 200 of them).
+    table = (df if cols == list(df.columns) else df[cols]).to_numpy(dtype=object).tolist()
+    return [dict(zip(cols, values)) for values in table]
 
 
 def is_collective(opcode: str, comm_kind: str) -> bool:
