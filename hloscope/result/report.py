@@ -287,15 +287,33 @@ def load_report(path: str | os.PathLike[str]) -> Report:
 
 
 def _records(df: pd.DataFrame) -> list[dict[str, Any]]:
-    """Rows as dicts with NaN -> None and numpy scalars -> Python (JSON has no NaN)."""
-    out = []
-    for rec in df.to_dict(orient="records"):
-        clean = {}
-        for k, v in rec.items():
-            if hasattr(v, "item"):
-                v = v.item()
-            if isinstance(v, float) and (math.isnan(v) or math.isinf(v)):
-                v = None
-            clean[k] = v
-        out.append(clean)
-    return out
+    """Rows as dicts with NaN -> None and numpy scalars -> Python (JSON has no NaN): what
+    ``df.to_dict(orient="records")`` cleaned value by value gives, made by columns (a float column's values are
+    Python floats from ``tolist``; only object columns are cleaned one value at a time)."""
+    import numpy as np
+
+    columns = []
+    for name in df.columns:
+        col = df[name]
+        if col.dtype.kind == "f":
+            arr = col.to_numpy()
+            values = arr.tolist()
+            bad = ~np.isfinite(arr)
+            if bad.any():
+                for i in np.flatnonzero(bad).tolist():
+                    values[i] = None
+        elif col.dtype.kind in "iub":
+            values = col.tolist()
+        else:
+            values = [_clean_value(v) for v in col.tolist()]
+        columns.append(values)
+    names = list(df.columns)
+    return [dict(zip(names, row)) for row in zip(*columns)] if names else [{} for _ in range(len(df))]
+
+
+def _clean_value(v: Any) -> Any:
+    if hasattr(v, "item"):
+        v = v.item()
+    if isinstance(v, float) and (math.isnan(v) or math.isinf(v)):
+        return None
+    return v
