@@ -5,6 +5,7 @@ Usage (from the repository root)::
     python benchmarks/make_big_trace.py                  # 48 layers, 5 steps -> the cache dir, prints the path
     python benchmarks/make_big_trace.py --out DIR        # log dir to write instead (wiped first)
     python benchmarks/make_big_trace.py --layers 24 --steps 3 --unroll
+    python benchmarks/make_big_trace.py --steps 25 --direct --tile 6   # the ~1.1 GB trace of `trace.py --big`
 
 Program: the ``transformer_train_step`` of ``fixtures/make_hlo_fixtures.py`` (pre-LN transformer block under
 ``lax.scan`` over the stacked layer weights, value_and_grad + SGD), f32, with ``--layers`` (48) layers and the
@@ -14,16 +15,24 @@ CPU devices (``--xla_force_host_platform_device_count=8``, set before jax is imp
 ``lax.scan(..., unroll=True)`` instead of a ``while`` loop (several MB of HLO; compiles in a minute or two).
 
 Procedure as in ``fixtures/make_profile.py``: random parameters and data (NumPy seed 0), one warm-up step
-(compile) outside the trace, then ``--steps`` (5) steps inside ``jax.profiler.trace(logdir)``, each in
-``jax.profiler.StepTraceAnnotation("train", step_num=i)`` and blocked on.
+(compile) outside the trace, then ``--steps`` (5) steps between ``jax.profiler.start_trace(logdir)`` and its stop,
+each in ``jax.profiler.StepTraceAnnotation("train", step_num=i)`` and blocked on.
+
+Large traces: the profiler holds ~28x the capture's size in memory (a 145 MB capture peaks at ~3.8 GiB RSS), so a
+~1 GB capture does not fit in 23 GB. ``--direct`` writes the session's XSpace bytes itself (no
+``.trace.json.gz``; faster, same XSpace); ``--tile K`` then repeats every line's events K times in time
+(:func:`tile_xspace`: ``steps x K`` steps, step numbers renumbered), which reads as one long capture of the same
+program.
 
 Output: ``<logdir>/plugins/profile/<YYYY_MM_DD_HH_MM_SS>/<host>.xplane.pb`` (plus the profiler's
-``.trace.json.gz``). The default log dir is ``$HLOSCOPE_BENCH_CACHE/trace_<layers>l_<steps>s[_unrolled]_<key>``
-(``HLOSCOPE_BENCH_CACHE`` defaults to ``~/.cache/hloscope-bench``), where ``<key>`` hashes ``RECIPE``, ``DIMS``,
-``make_hlo_fixtures.py`` and the jax version: an existing capture for the same key is reused unless ``--force``.
-The last line printed is the ``.xplane.pb`` path.
+``.trace.json.gz`` without ``--direct``). The default log dir is
+``$HLOSCOPE_BENCH_CACHE/trace_<layers>l_<steps>s[_unrolled][_direct][_x<K>]_<key>`` (``HLOSCOPE_BENCH_CACHE``
+defaults to ``~/.cache/hloscope-bench``), where ``<key>`` hashes ``RECIPE``, ``DIMS``, ``make_hlo_fixtures.py`` and
+the jax version: an existing capture for the same key is reused unless ``--force``. The last line printed is the
+``.xplane.pb`` path.
 
-With the defaults the file is ~50 MB (~1.3 M events) and takes about a minute to make on 2 cores.
+With the defaults the file is ~35 MB (~650 k events; ~30 s to make on 2 cores); ``--steps 25 --direct --tile 6``
+gives ~1.1 GB (19.4 M events, 150 steps; ~35 s, ~4.4 GiB peak RSS).
 """
 
 from __future__ import annotations
@@ -50,12 +59,13 @@ def cache_dir() -> Path:
     return Path(os.environ.get("HLOSCOPE_BENCH_CACHE") or Path.home() / ".cache" / "hloscope-bench")
 
 
-def default_logdir(layers: int, steps: int, unroll: bool) -> Path:
+def default_logdir(layers: int, steps: int, unroll: bool, direct: bool = False, tile: int = 1) -> Path:
     from importlib.metadata import version  # not `import jax`: jax reads JAX_PLATFORMS when imported
 
     recipe = repr((RECIPE, DIMS)) + (REPO / "fixtures" / "make_hlo_fixtures.py").read_text() + version("jax")
     key = hashlib.sha256(recipe.encode()).hexdigest()[:12]
-    return cache_dir() / f"trace_{layers}l_{steps}s{'_unrolled' if unroll else ''}_{key}"
+    name = f"trace_{layers}l_{steps}s" + ("_unrolled" if unroll else "") + ("_direct" if direct else "")
+    return cache_dir() / f"{name}{f'_x{tile}' if tile > 1 else ''}_{key}"
 
 
 def find_xplane(logdir: Path) -> Path | None:
@@ -63,8 +73,137 @@ def find_xplane(logdir: Path) -> Path | None:
     return Path(found[-1]) if found else None
 
 
-def record(logdir: Path, layers: int, steps: int, unroll: bool) -> Path:
+def _stop_direct(logdir: Path) -> None:
+    """Stop the running ``jax.profiler.start_trace`` session and write only its XSpace, as
+    ``<logdir>/plugins/profile/<YYYY_MM_DD_HH_MM_SS>/<host>.xplane.pb``.
+
+    ``jax.profiler.stop_trace`` exports through the profiler's TensorBoard writer, which also converts the
+    capture into ``.trace.json.gz``: for a ~1 GB capture that conversion needs over 20 GB of memory. The
+    session's ``stop()`` returns the same serialized XSpace (collected and post-processed by the profiler as
+    for the export) without the JSON. Uses jax's private ``_profile_state`` (jax 0.10): a benchmark helper.
+    """
+    import socket
+
+    from jax._src import profiler as jax_profiler
+
+    state = jax_profiler._profile_state
+    with state.lock:
+        session = state.profile_session
+        if session is None:
+            raise RuntimeError("no profiler session is running")
+        data = session.stop()
+        state.reset()
+    run = logdir / "plugins" / "profile" / time.strftime("%Y_%m_%d_%H_%M_%S")
+    run.mkdir(parents=True, exist_ok=True)
+    (run / f"{socket.gethostname()}.xplane.pb").write_bytes(data)
+
+
+def _varint(n: int) -> bytes:
+    """``n`` (>= 0) as a protobuf varint."""
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def tile_xspace(src: Path, dst: Path, copies: int) -> int:
+    """Write to ``dst`` the XSpace ``src`` with the events of every line repeated ``copies`` times in time.
+
+    Copy ``k`` (0 = the original) of a line's events has its ``offset_ps`` moved by ``k`` periods, a period
+    being the capture's span (first event start to last event end over all lines, ps) plus 1 ms, and the
+    ``step_num`` stats of the host plane's step annotations raised by ``k`` times the number of steps of the
+    capture; metadata (names, stats, HLO protos) is shared, as in one long capture of the same program. Line
+    ``duration_ps`` is widened to match. Lines are decoded one at a time (memory ~ the output's size).
+
+    Returns:
+        The size of ``dst`` in bytes.
+    """
+    import numpy as np
+
+    sys.path.insert(0, str(REPO))
+    from hloscope.parsers import _xspace_schema as schema
+    from hloscope.parsers._xspace_file import open_xspace
+    from hloscope.parsers._xspace_wire import _scan_line
+
+    ix = open_xspace(src)
+    data = src.read_bytes()
+    first, last = None, None
+    step_ids = [next((k for k, m in plane.stat_metadata.items() if m.name == "step_num"), None)
+                for plane in ix.planes]
+    step_events = {}  # (plane, line) -> events with a step_num stat
+    for plane_i in range(len(ix.planes)):
+        want = np.array([] if step_ids[plane_i] is None else [step_ids[plane_i]], np.int64)
+        for line_i, (a, b, _) in enumerate(ix._lines[plane_i]):
+            for sl in _scan_line(data, a, b, want):
+                if sl.st_ev.size:
+                    step_events[plane_i, line_i] = step_events.get((plane_i, line_i), 0) + len(set(sl.st_ev.tolist()))
+                if sl.ev_off.size:
+                    lo = sl.timestamp_ns * 1000 + int(sl.ev_off.min())
+                    hi = sl.timestamp_ns * 1000 + int((sl.ev_off + sl.ev_dur).max())
+                    first = lo if first is None else min(first, lo)
+                    last = hi if last is None else max(last, hi)
+    if first is None:
+        raise SystemExit(f"{src}: no events to tile")
+    period_ps = last - first + 10**9
+    header = schema.XSpace(hostnames=ix.hostnames)
+    tmp = dst.with_suffix(".partial")
+    with open(tmp, "wb") as out:
+        for plane_i, plane in enumerate(ix.planes):
+            step_id = step_ids[plane_i]
+            n_steps = max((n for (p, _), n in step_events.items() if p == plane_i), default=0)
+            chunks = []
+            for line_i, (a, b, _) in enumerate(ix._lines[plane_i]):
+                line = schema.XLine.FromString(data[a:b])
+                line.duration_ps = line.duration_ps * copies if line.duration_ps else 0
+                base = schema.XLine()
+                base.events.extend(line.events)
+                del line.events[:]
+                # the line's other fields first, then all events: one contiguous run, as the profiler writes
+                parts = [line.SerializeToString(), base.SerializeToString()]
+                del line
+                for k in range(1, copies):
+                    rep = schema.XLine()
+                    rep.CopyFrom(base)
+                    shift = k * period_ps
+                    for e in rep.events:
+                        e.offset_ps += shift
+                    if (plane_i, line_i) in step_events:
+                        for e in rep.events:
+                            for st in e.stats:
+                                if st.metadata_id == step_id:
+                                    if st.HasField("int64_value"):
+                                        st.int64_value += k * n_steps
+                                    elif st.HasField("uint64_value"):
+                                        st.uint64_value += k * n_steps
+                    parts.append(rep.SerializeToString())  # only events: concatenating appends them
+                    del rep
+                body = b"".join(parts)
+                del parts, base
+                chunks.append(b"\x1a" + _varint(len(body)) + body)
+            rest = schema.XPlane()
+            rest.CopyFrom(plane)
+            rest_bytes = rest.SerializeToString()
+            size = len(rest_bytes) + sum(map(len, chunks))
+            out.write(b"\x0a" + _varint(size))
+            out.write(rest_bytes)
+            for c in chunks:
+                out.write(c)
+            del chunks
+        out.write(header.SerializeToString())
+    os.replace(tmp, dst)
+    return dst.stat().st_size
+
+
+def record(logdir: Path, layers: int, steps: int, unroll: bool, direct: bool = False) -> Path:
     """Capture the trace into ``logdir`` (wiped first); returns the ``.xplane.pb`` path.
+
+    ``direct``: write the XSpace bytes of the profiler session directly (:func:`_stop_direct`; no
+    ``.trace.json.gz``), which is what makes captures of a GB fit in memory.
 
     Must run before anything imported jax in this process (jax reads ``JAX_PLATFORMS`` at import; without it
     an installed libtpu is initialised, and its profiler plugin can crash the trace).
@@ -117,11 +256,17 @@ def record(logdir: Path, layers: int, steps: int, unroll: bool) -> Path:
 
     shutil.rmtree(logdir, ignore_errors=True)
     t0 = time.perf_counter()
-    with jax.profiler.trace(str(logdir)):
+    jax.profiler.start_trace(str(logdir))
+    try:
         for i in range(steps):
             with jax.profiler.StepTraceAnnotation("train", step_num=i):
                 params, loss = step(params, x, y)
                 loss.block_until_ready()
+    finally:
+        if direct:
+            _stop_direct(logdir)
+        else:
+            jax.profiler.stop_trace()
     print(f"traced {steps} steps (and wrote the capture) in {time.perf_counter() - t0:.1f} s; "
           f"final loss {float(loss):.4f}", file=sys.stderr)
     path = find_xplane(logdir)
@@ -130,20 +275,25 @@ def record(logdir: Path, layers: int, steps: int, unroll: bool) -> Path:
     return path
 
 
-def ensure_trace(layers: int = DEFAULT_LAYERS, steps: int = DEFAULT_STEPS, unroll: bool = False) -> Path:
+def ensure_trace(layers: int = DEFAULT_LAYERS, steps: int = DEFAULT_STEPS, unroll: bool = False,
+                 direct: bool = False, tile: int = 1) -> Path:
     """The cached trace for these settings, recorded in a child process first if missing.
 
     A child process keeps the caller's jax (if any) away from the 8-device XLA flags.
     """
     import subprocess
 
-    logdir = default_logdir(layers, steps, unroll)
+    logdir = default_logdir(layers, steps, unroll, direct, tile)
     path = find_xplane(logdir)
     if path is not None:
         return path
     cmd = [sys.executable, str(Path(__file__).resolve()), "--layers", str(layers), "--steps", str(steps)]
     if unroll:
         cmd.append("--unroll")
+    if direct:
+        cmd.append("--direct")
+    if tile > 1:
+        cmd += ["--tile", str(tile)]
     print(f"recording the benchmark trace (once; cached under {logdir}) ...", file=sys.stderr, flush=True)
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
     path = find_xplane(logdir)
@@ -158,6 +308,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--layers", type=int, default=DEFAULT_LAYERS)
     ap.add_argument("--steps", type=int, default=DEFAULT_STEPS)
     ap.add_argument("--unroll", action="store_true", help="unrolled layers instead of a while loop")
+    ap.add_argument("--direct", action="store_true",
+                    help="write the session's XSpace bytes directly (no .trace.json.gz): needed for ~1 GB captures")
+    ap.add_argument("--tile", type=int, default=1,
+                    help="repeat the capture's events this many times in time (tile_xspace): steps x tile steps")
     ap.add_argument("--force", action="store_true", help="re-record even if the cache has this trace")
     args = ap.parse_args(argv)
 
@@ -166,10 +320,21 @@ def main(argv: list[str] | None = None) -> int:
         if REPO in logdir.parents or logdir == REPO:
             raise SystemExit(f"{logdir} is inside the repository; big traces must not be committed")
     else:
-        logdir = default_logdir(args.layers, args.steps, args.unroll)
+        logdir = default_logdir(args.layers, args.steps, args.unroll, args.direct, args.tile)
     path = None if args.force or args.out is not None else find_xplane(logdir)
     if path is None:
-        path = record(logdir, args.layers, args.steps, args.unroll)
+        if args.tile > 1:
+            base = logdir.with_name(logdir.name + ".base")
+            src = record(base, args.layers, args.steps, args.unroll, args.direct)
+            shutil.rmtree(logdir, ignore_errors=True)
+            path = logdir / src.relative_to(base)
+            path.parent.mkdir(parents=True)
+            t0 = time.perf_counter()
+            tile_xspace(src, path, args.tile)
+            print(f"tiled {args.tile} times in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+            shutil.rmtree(base)
+        else:
+            path = record(logdir, args.layers, args.steps, args.unroll, args.direct)
     else:
         print(f"cached: {logdir}", file=sys.stderr)
     print(f"{path.stat().st_size / 1e6:.1f} MB", file=sys.stderr)

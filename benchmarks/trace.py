@@ -2,38 +2,40 @@
 
 Usage (from the repository root)::
 
-    python benchmarks/trace.py                      # the big CPU trace of make_big_trace.py (recorded once, cached)
+    python benchmarks/trace.py                      # the CPU trace of make_big_trace.py (recorded once, cached)
+    python benchmarks/trace.py --big                # its ~1.1 GB version (25 steps captured, tiled 6 times)
     python benchmarks/trace.py --trace PATH         # any *.xplane.pb, or a log/run dir holding one
-    python benchmarks/trace.py --repeat 5 --chip tpu-v5e
+    python benchmarks/trace.py --repeat 5 --chip tpu-v5e --stages
 
-Without ``--trace`` the trace is the one ``benchmarks/make_big_trace.py`` records (48-layer scanned transformer
-train step, 5 steps, 8 host CPU devices; ~35 MB), cached under ``$HLOSCOPE_BENCH_CACHE`` (default
-``~/.cache/hloscope-bench``), never in the repository.
+Without ``--trace`` the trace is one ``benchmarks/make_big_trace.py`` records (48-layer scanned transformer train
+step on 8 host CPU devices: 5 steps, ~35 MB; with ``--big`` 25 steps tiled 6 times in time, ~1.1 GB), cached
+under ``$HLOSCOPE_BENCH_CACHE`` (default ``~/.cache/hloscope-bench``), never in the repository.
 
-Every measurement runs in a fresh child process that first imports everything and warms up on the bundled
-``fixtures/profile/cpu_train_step`` capture, so import and first-call costs are excluded; hloscope and XProf
-children alternate, so machine load affects both alike, and the best wall time of ``--repeat`` runs is kept.
+Every measurement runs in a fresh child process; the tools alternate run by run, so machine load affects all
+alike, and the best wall time of ``--repeat`` runs is kept.
 
-* ``hloscope``: ``hloscope.analyze(path, chip=CHIP)`` -- read the XSpace, per-op events and steps, HLO protos
-  -> text -> parsed module, costs, roofline scores, the ``ops`` / ``modules`` tables. ``--chip`` defaults to
-  ``h100``: with a CPU trace and no chip, ``analyze`` would score against the calibrated ``host`` chip and, if
-  ``hloscope calibrate`` never ran, measure the host on the fly (seconds of noise); the chip only changes the
-  scoring, not the parsing.
-* ``hloscope, open_xspace``: the same, with the child reading files through ``open_xspace`` (the lean reader:
-  events decoded line by line from the file) where ``analyze`` calls ``read_xspace`` (which decodes the whole
-  XSpace); identical to the row above once ``analyze`` uses ``open_xspace`` itself. ``--no-lean`` skips it.
-* ``XProf``: ``xprof.convert.raw_to_tool_data.xspace_to_tool_data([path], "hlo_stats", {"use_saved_result":
-  False})`` on a copy of the file in a fresh temporary directory (XProf caches ``*.op_stats*.pb`` next to the
-  file; the copy keeps both the repository and the next run clean). Note: XProf's ``hlo_stats`` returns no
-  rows for these CPU traces (it logs "Scheduled 0 OpMetricsDb generation tasks": its op metrics come from
-  device planes); the row count is printed so that stays visible.
-* peak RSS: the hloscope child's ``ru_maxrss`` (which includes the interpreter, numpy/pandas/jaxlib imports and
-  the warm-up), and the same minus the RSS just before ``analyze`` ("over imports"); both against the file size.
+* ``hloscope report`` (CLI): the whole process a user runs, ``python -m hloscope report DIR --chip CHIP``
+  (imports, reading, costing, scoring, the printed tables), DIR the capture's log dir (the file itself when it
+  is not under ``plugins/profile/<run>/``). Wall time around the process; peak RSS its ``ru_maxrss`` (from
+  ``os.wait4``; the process has no children).
+* ``hloscope analyze``: ``hloscope.analyze(path, chip=CHIP)`` in a child that first imports everything and warms
+  up on the bundled ``fixtures/profile/cpu_train_step`` (imports and first calls not timed). ``--serial`` adds
+  the same with the read-ahead thread of the XSpace reader off (``_xspace_file._PREFETCH_MIN_BYTES``).
+* ``XProf hlo_stats``: ``xprof.convert.raw_to_tool_data.xspace_to_tool_data([path], "hlo_stats",
+  {"use_saved_result": False})`` in a child warmed up the same way, on a copy of the file in a fresh temporary
+  directory (XProf caches ``*.op_stats*.pb`` next to the file; the copy keeps the cache and the next run clean).
+  Note: XProf's ``hlo_stats`` returns no rows for these CPU traces (it logs "Scheduled 0 OpMetricsDb generation
+  tasks": its op metrics come from device planes); the row count is printed so that stays visible.
+* ``--chip`` defaults to ``h100``: with a CPU trace and no chip, hloscope would score against the calibrated
+  ``host`` chip and, if ``hloscope calibrate`` never ran, measure the host on the fly (seconds of noise); the
+  chip only changes the scoring, not the parsing.
+* peak RSS: the child's ``ru_maxrss`` (MiB; includes the interpreter and imports, and for the in-process rows
+  the warm-up), and for the in-process rows the same minus the RSS just before the timed call ("over
+  imports"); both against the file size.
 * joined fraction: ``report.coverage["joined_time_fraction"]``: the share of op-event time whose op joined an
   HLO instruction with a cost.
 
-``--stages`` adds a breakdown of the parsing stages (``read_xspace`` / ``open_xspace``, ``op_events``,
-``step_events``, HLO text -> model -> cost), one child process for all.
+``--stages`` adds, in one child, the stages of ``analyze`` on a trace (``analysis._traced``) timed one by one.
 """
 
 from __future__ import annotations
@@ -65,10 +67,10 @@ def peak_mb():
 _HLOSCOPE = _PRELUDE + r'''
 import hloscope
 from jax._src.lib import xla_client  # noqa: F401  (analyze prints HLO protos with it)
-path, fixture, chip, lean = sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5] == "lean"
-if lean:  # what analyze does if _traced reads files with open_xspace instead of read_xspace
-    from hloscope.parsers import _xspace
-    _xspace.read_xspace = _xspace.open_xspace
+path, fixture, chip, serial = sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5] == "serial"
+if serial:  # the XSpace reader without its read-ahead thread
+    from hloscope.parsers import _xspace_file
+    _xspace_file._PREFETCH_MIN_BYTES = 1 << 62
 hloscope.analyze(fixture, chip=chip)  # warm-up
 before = rss_mb()
 t0, c0 = time.perf_counter(), time.process_time()
@@ -101,36 +103,65 @@ print(json.dumps({"wall": wall, "cpu": cpu, "peak_mb": peak_mb(), "before_mb": b
 
 _STAGES = _PRELUDE + r'''
 import gc
+from pathlib import Path
+import hloscope
+from jax._src.lib import xla_client  # noqa: F401
+from hloscope import analysis as A
 from hloscope.cost import module_cost
-from hloscope.parsers import parse_hlo_text
-from hloscope.parsers import _xspace as X
-path, fixture = sys.argv[2], sys.argv[3]
-def timed(fn):
+from hloscope.parsers.events import read_trace
+from hloscope.parsers._command_buffer import join_command_buffer_kernels
+from hloscope.roofline.join import measured_times, named_modules
+from hloscope.steps.breakdown import host_parts
+from hloscope.steps.schedule import async_done_pairs
+path, fixture, chip = Path(sys.argv[2]), sys.argv[3], sys.argv[4]
+hloscope.analyze(fixture, chip=chip)  # warm-up
+rows = []
+def timed(label, fn):
     gc.collect()
     t0 = time.perf_counter()
     out = fn()
-    return out, time.perf_counter() - t0
-x = X.read_xspace(fixture); X.op_events(x); X.step_events(x); X.hlo_protos(x)[0].to_text()  # warm-up
-if hasattr(X, "open_xspace"):
-    X.op_events(X.open_xspace(fixture))
-rows = []
-x, t = timed(lambda: X.read_xspace(path)); rows.append(("read_xspace (decode all)", t))
-events = sum(len(line.events) for plane in x.planes for line in plane.lines)
-ops, t = timed(lambda: X.op_events(x)); rows.append(("op_events(decoded)", t))
-steps, t = timed(lambda: X.step_events(x)); rows.append(("step_events(decoded)", t))
-entries, t = timed(lambda: X.hlo_protos(x)); rows.append(("hlo_protos", t))
-del x
-if hasattr(X, "open_xspace"):
-    ix, t = timed(lambda: X.open_xspace(path)); rows.append(("open_xspace (index only)", t))
-    ops2, t = timed(lambda: X.op_events(ix)); rows.append(("op_events(index)", t))
-    steps2, t = timed(lambda: X.step_events(ix)); rows.append(("step_events(index, after op_events)", t))
-    assert ops.equals(ops2) and steps.equals(steps2), "op_events/step_events differ between message and index"
-text, t = timed(lambda: entries[0].to_text()); rows.append(("HLO proto -> text (jaxlib)", t))
-module, t = timed(lambda: parse_hlo_text(text)); rows.append(("parse_hlo_text", t))
-_, t = timed(lambda: module_cost(module)); rows.append(("module_cost", t))
-print(json.dumps({"rows": rows, "events": events, "op_events": len(ops), "steps": len(steps),
-                  "hlo_chars": len(text)}))
+    rows.append((label, time.perf_counter() - t0, rss_mb(), peak_mb()))
+    return out
+# the steps of analysis._traced for an XSpace, one by one
+events = timed("read_trace (XSpace -> op events, steps)", lambda: read_trace(path, None))
+n_ops = len(events.ops)
+events.ops = named_modules(events.ops)
+modules = timed("HLO protos -> text -> parsed modules", lambda: A._trace_modules(events, [], path))
+events.ops, _ = join_command_buffer_kernels(events.ops, modules)
+measured = timed("measured_times (join)", lambda: measured_times(events))
+hlo = [modules[n] for n in sorted(measured.runs) if n in modules]
+costs = timed("module_cost", lambda: [module_cost(m) for m in hlo])
+spec = A._resolve_chip(chip, events.platform, events.device_kind, [])
+pairs = async_done_pairs(hlo) if hlo else None
+report = timed("scored_trace_report (ops table, steps)", lambda: A.scored_trace_report(
+    costs, spec, measured, events.files, set(modules), [], hlo, lambda ops: host_parts(events, ops, pairs)))
+print(json.dumps({"rows": rows, "op_events": n_ops, "steps": len(events.steps)}))
 '''
+
+
+def _cli(target: Path, chip: str) -> dict:
+    """``python -m hloscope report TARGET --chip CHIP`` as a user runs it: wall time and peak RSS of the process."""
+    import time
+
+    env = dict(os.environ, JAX_PLATFORMS="cpu", PYTHONPATH=str(REPO))
+    cmd = [sys.executable, "-m", "hloscope", "report", str(target), "--chip", chip]
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=REPO)
+    err = proc.stderr.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t0
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed (exit {proc.returncode}):\n{err.decode()[-4000:]}")
+    return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "peak_mb": usage.ru_maxrss / 1024}
+
+
+def _log_dir(path: Path) -> Path:
+    """The capture's log dir (``<dir>/plugins/profile/<run>/<host>.xplane.pb``), else the file itself."""
+    parents = path.parents
+    if len(parents) >= 4 and parents[1].name == "profile" and parents[2].name == "plugins":
+        return parents[3]
+    return path
 
 
 def _child(code: str, *args: str) -> dict:
@@ -141,12 +172,12 @@ def _child(code: str, *args: str) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def resolve_trace(arg: str | None) -> Path:
+def resolve_trace(arg: str | None, big: bool = False) -> Path:
     if arg is None:
         sys.path.insert(0, str(HERE))
         from make_big_trace import ensure_trace
 
-        return ensure_trace()
+        return ensure_trace(steps=25, direct=True, tile=6) if big else ensure_trace()
     p = Path(arg)
     if p.is_file():
         return p
@@ -162,33 +193,34 @@ def resolve_trace(arg: str | None) -> Path:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--trace", help="*.xplane.pb file or log/run dir (default: the make_big_trace.py trace)")
+    ap.add_argument("--big", action="store_true", help="without --trace: the ~1.1 GB trace (make_big_trace.py "
+                    "--steps 25 --direct --tile 6; ~35 s to make, once)")
     ap.add_argument("--chip", default="h100", help="chip to score against (default h100; see the docstring)")
     ap.add_argument("--repeat", type=int, default=3, help="runs per tool, each in a fresh process; best kept")
-    ap.add_argument("--stages", action="store_true", help="also time hloscope's parsing stages")
+    ap.add_argument("--stages", action="store_true", help="also time the stages of analyze on the trace")
     ap.add_argument("--no-xprof", action="store_true", help="skip XProf (e.g. when it is not installed)")
-    ap.add_argument("--no-lean", action="store_true", help="skip the open_xspace variant of analyze")
+    ap.add_argument("--no-analyze", action="store_true", help="skip the in-process hloscope.analyze row")
+    ap.add_argument("--serial", action="store_true", help="add analyze with the reader's read-ahead thread off")
     ap.add_argument("--json", type=Path, help="also write the numbers to this JSON file")
     args = ap.parse_args(argv)
 
-    path = resolve_trace(args.trace)
+    path = resolve_trace(args.trace, args.big)
     fixture = FIXTURE if FIXTURE.is_file() else path
     size_mb = path.stat().st_size / 2**20
-    print(f"trace: {path} ({size_mb:.1f} MiB)", flush=True)
+    target = _log_dir(path)
+    print(f"trace: {path} ({size_mb:.1f} MiB, {path.stat().st_size / 1e9:.3f} GB); CLI target {target}", flush=True)
 
-    sys.path.insert(0, str(REPO))
-    from hloscope.parsers import _xspace
-
-    tools = {"hloscope analyze": ("eager",)}
-    if hasattr(_xspace, "open_xspace") and not args.no_lean:
-        tools["hloscope analyze, open_xspace"] = ("lean",)
+    tools: dict[str, tuple] = {"hloscope report (CLI)": ("cli",)}
+    if not args.no_analyze:
+        tools["hloscope analyze"] = ("child", _HLOSCOPE, str(path), str(fixture), args.chip, "threads")
+    if args.serial:
+        tools["hloscope analyze, serial read"] = ("child", _HLOSCOPE, str(path), str(fixture), args.chip, "serial")
     if not args.no_xprof:
-        tools["XProf hlo_stats"] = ()
+        tools["XProf hlo_stats"] = ("child", _XPROF, str(path), str(fixture))
     runs: dict[str, list[dict]] = {t: [] for t in tools}
     for i in range(args.repeat):  # alternate the tools, so that machine load hits all of them alike
-        for tool, extra in tools.items():
-            code = _XPROF if tool.startswith("XProf") else _HLOSCOPE
-            chip = () if tool.startswith("XProf") else (args.chip,)
-            runs[tool].append(_child(code, str(path), str(fixture), *chip, *extra))
+        for tool, how in tools.items():
+            runs[tool].append(_cli(target, args.chip) if how[0] == "cli" else _child(*how[1:]))
         print(f"  run {i + 1}/{args.repeat}: " + ", ".join(f"{t} {r[-1]['wall']:.2f} s" for t, r in runs.items()),
               flush=True)
 
@@ -201,35 +233,35 @@ def main(argv: list[str] | None = None) -> int:
     for tool, rs in runs.items():
         best = min(rs, key=lambda r: r["wall"])
         peak = max(r["peak_mb"] for r in rs)
-        over = max(r["peak_mb"] - r["before_mb"] for r in rs)
+        over = max(r["peak_mb"] - r["before_mb"] for r in rs) if "before_mb" in rs[0] else float("nan")
         ratio = best["wall"] / xprof["wall"] if xprof else float("nan")
         out["summary"][tool] = {"wall": best["wall"], "cpu": best["cpu"], "peak_mb": peak, "over_imports_mb": over,
                                 "ratio_to_xprof": ratio, "joined": best.get("joined")}
-        print(f"{tool:32}{best['wall']:8.2f}{best['cpu']:8.2f}{peak:10.0f}{peak / size_mb:6.1f}x{over:14.0f}"
-              f"{over / size_mb:6.1f}x{ratio:7.2f}x")
+        print(f"{tool:32}{best['wall']:8.2f}{best['cpu']:8.2f}{peak:10.0f}{peak / size_mb:6.2f}x{over:14.0f}"
+              f"{over / size_mb:6.2f}x{ratio:7.2f}x")
     print()
-    best_h = min(runs["hloscope analyze"], key=lambda r: r["wall"])
-    print(f"file {size_mb:.1f} MiB; targets: hloscope <= 0.5x XProf's wall time, peak RSS <= 2x the file, joined "
-          f">= 99 %. RSS in MiB; 'over imports' = peak minus the RSS just before the timed call.")
-    print(f"joined time fraction: {100 * best_h['joined']:.2f} % ({best_h['ops']} op rows, {best_h['steps']} "
-          f"steps, {best_h['devices']} devices); chip {args.chip}; best of {args.repeat} runs, each in a fresh "
-          f"process")
+    print(f"file {size_mb:.1f} MiB; targets (issue #16): the hloscope CLI <= 0.3x XProf's wall time, its peak RSS "
+          f"<= 1.5x the file. RSS in MiB; 'over imports' = peak minus the RSS just before the timed call.")
+    if "hloscope analyze" in runs:
+        best_h = min(runs["hloscope analyze"], key=lambda r: r["wall"])
+        print(f"joined time fraction: {100 * best_h['joined']:.2f} % ({best_h['ops']} op rows, {best_h['steps']} "
+              f"steps, {best_h['devices']} devices); chip {args.chip}; best of {args.repeat} runs, each in a fresh "
+              f"process")
     if xprof:
         note = "  (XProf builds no hlo_stats rows from the CPU thunk events of /host:CPU)" if not xprof["rows"] else ""
         print(f"XProf hlo_stats rows: {xprof['rows']}{note}")
 
     if args.stages:
-        st = _child(_STAGES, str(path), str(fixture))
+        st = _child(_STAGES, str(path), str(fixture), args.chip)
         out["stages"] = st
         print()
-        print(f"stages ({st['events']} events, {st['op_events']} op events, {st['steps']} steps, "
-              f"HLO text {st['hlo_chars'] / 1e6:.2f} MB):")
-        for label, seconds in st["rows"]:
-            print(f"  {label:38}{seconds:8.3f} s")
+        print(f"stages of analyze ({st['op_events']} op events, {st['steps']} step markers; RSS after / peak so "
+              f"far, MiB):")
+        for label, seconds, rss, peak in st["rows"]:
+            print(f"  {label:44}{seconds:8.2f} s{rss:8.0f}{peak:8.0f}")
     if args.json:
         args.json.write_text(json.dumps(out, indent=1))
     return 0
-
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -399,7 +399,7 @@ def _trace_modules(events, hlo_files: list[Path], path: Path) -> dict[str, HloMo
     from hloscope.parsers._trace_error import TraceError
 
     modules: dict[str, HloModule] = {}
-    ran = set(events.ops["module"].astype(str))
+    ran = {str(m) for m in events.ops["module"].unique()}  # (not astype(str): one string per event)
     if hlo_files:
         for f in hlo_files:
             if f.is_dir():

@@ -9,7 +9,8 @@ This module gathers the public names of the reader, which lives in one module pe
 
 * ``_xspace_file`` -- the file: :func:`read_xspace` (bytes to an ``XSpace`` message, :class:`TraceError` for
   bad input), :func:`open_xspace` (the lean alternative for large files: an :class:`XSpaceIndex`, plane
-  metadata decoded, lines located but not decoded), and the lines of either as serialized bytes.
+  metadata decoded, lines located but not decoded), and the lines of either as serialized bytes, scanned in
+  order (on large planes by a read-ahead thread: ``_scan_refs``).
 * ``_xspace_wire`` -- the protobuf wire-format scanner: all events of a line decoded at once with numpy.
 * ``_xspace_names`` -- names of planes, lines and stats; a stat's value.
 * ``_xspace_plane`` -- per-plane lookups (stat ids, metadata stats as arrays) and name interning.

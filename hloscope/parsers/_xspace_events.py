@@ -15,7 +15,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from hloscope.parsers._xspace_file import open_xspace
+from hloscope.parsers._xspace_file import _release_freed_memory, open_xspace
 from hloscope.parsers._xspace_hlo import hlo_protos, hlo_text_printer
 from hloscope.parsers._xspace_names import DEVICE_KIND_STATS, HOST_PLANE, _stat_names, _stat_value
 from hloscope.parsers._xspace_ops import _op_segments
@@ -108,6 +108,7 @@ def read_xspace_events(files: list[str | os.PathLike[str]], reference_ns: int | 
         host = host_name(path)
         ix = open_xspace(path)
         seg = _op_segments(ix, strings)  # first: it collects the host's step markers in the same pass
+        _release_freed_memory()  # (the scanner's freed temporaries)
         per_file.append((host, seg))
         # Host clocks: a file's times are relative to its own capture start (profile_start_time); shifted onto
         # the reference's so that hosts line up (0 for one file, or a file without the stat).
@@ -136,6 +137,7 @@ def read_xspace_events(files: list[str | os.PathLike[str]], reference_ns: int | 
         if not seg.segments:
             notes.append(f"{path}: no per-HLO-op events in this file")
     ops = _ops_frame(per_file, strings, markers)
+    _release_freed_memory()  # (the per-line pieces the table was joined from)
     platform = _platform(set(ops["device"].cat.categories))
     on_ops = [k for has_ops, k in kinds if has_ops] or [k for _, k in kinds]
     device_kind = on_ops[0] if on_ops else None
@@ -303,6 +305,10 @@ def _ops_frame(per_file: list, strings: _Strings, markers: list[tuple]):
     return pd.DataFrame({c: data.pop(c) for c in OP_COLUMNS}, columns=list(OP_COLUMNS), copy=False)
 
 
+#: Rows per block in :func:`_assign_steps` (its temporaries are ~40 bytes per row of a block).
+_STEP_BLOCK = 1 << 20
+
+
 def _assign_steps(segs: list[tuple], bounds, starts, markers: list[tuple]):
     """Step number of each op row (``(steps int64, known bool)``, see :func:`read_xspace_events`).
 
@@ -334,13 +340,14 @@ def _assign_steps(segs: list[tuple], bounds, starts, markers: list[tuple]):
         found = arrays.get((host, plane)) or arrays.get((host, HOST_PLANE))
         if found is not None:
             m_start, m_end, m_step, m_ok = found
-            a, b = bounds[i], bounds[j]
-            t = starts[a:b]
-            k = np.searchsorted(m_start, t, side="right") - 1
-            kk = np.maximum(k, 0)
-            inside = (k >= 0) & (t < m_end[kk]) & m_ok[kk]
-            steps[a:b] = np.where(inside, m_step[kk], 0)
-            ok[a:b] = inside
+            for a in range(int(bounds[i]), int(bounds[j]), _STEP_BLOCK):  # blocks: bounded temporaries
+                b = min(a + _STEP_BLOCK, int(bounds[j]))
+                t = starts[a:b]
+                k = np.searchsorted(m_start, t, side="right") - 1
+                np.maximum(k, 0, out=k)  # (k < 0 only where t < m_start[0]: outside every marker)
+                inside = (t >= m_start[0]) & (t < m_end[k]) & m_ok[k]
+                steps[a:b] = np.where(inside, m_step[k], 0)
+                ok[a:b] = inside
         i = j
     return steps, ok
 

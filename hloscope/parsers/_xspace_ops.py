@@ -12,7 +12,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from hloscope.parsers._xspace_file import XSpaceIndex, _LineRef, _plane_sources, _scan_ref
+from hloscope.parsers._xspace_file import (
+    XSpaceIndex,
+    _LineRef,
+    _plane_sources,
+    _release_freed_memory,
+    _scan_ref,
+    _scan_refs,
+)
 from hloscope.parsers._xspace_names import (
     _GPU_DERIVED_LINES,
     HOST_PLANE,
@@ -285,8 +292,8 @@ class _OpSegments:
         segments: ``(plane name, line name, rows)`` of each segment, in file order.
         cols: per column, one array per segment: ``name``, ``op``, ``module`` (``int32`` codes of the
             ``_Strings`` given), ``pid`` (uint64) and ``pid_ok`` (bool: the program id is known),
-            ``device_id`` (int64), ``start``, ``dur``, ``self`` (int64 ps). Each segment sorted by
-            (start, -duration), ties in event order.
+            ``device_id`` (int32; int64 for a line with an id beyond int32), ``start``, ``dur``, ``self``
+            (int64 ps). Each segment sorted by (start, -duration), ties in event order.
         module_runs: ``(plane name, device id, start ps, end ps, module, program id or None)`` of every event
             of the ``XLA Modules`` lines of TPU planes, per plane sorted by start.
     """
@@ -295,6 +302,10 @@ class _OpSegments:
     cols: dict[str, list] = field(default_factory=lambda: {c: [] for c in _SEGMENT_COLUMNS})
     module_runs: list[tuple[str, int, int, int, str, Any]] = field(default_factory=list)
 
+
+#: Lines with at least this many op events hand their freed temporaries back to the system when done
+#: (:func:`~hloscope.parsers._xspace_file._release_freed_memory`).
+_TRIM_ROWS = 1 << 18
 
 _SEGMENT_COLUMNS = ("name", "op", "module", "pid", "pid_ok", "device_id", "start", "dur", "self")
 
@@ -336,11 +347,10 @@ def _op_segments(xspace, strings: _Strings) -> _OpSegments:
         else:
             wanted = lambda name: True  # noqa: E731
         default_dev = -1 if is_host else dev_from_name
-        for ref in lines:
-            if ref.name is not None and not wanted(ref.name):
-                continue
+        todo = [ref for ref in lines if ref.name is None or wanted(ref.name)]
+        for ref, scanned in _scan_refs(todo, ctx.want, source):  # (read ahead in a thread on large planes)
             chunks = []
-            for sl in _scan_ref(ref, ctx.want, source):
+            for sl in scanned:
                 if not wanted(sl.name):
                     break
                 if collect_steps:
@@ -370,10 +380,16 @@ def _op_segments(xspace, strings: _Strings) -> _OpSegments:
             if kind == "GPU":  # the device id comes from the plane name, not from a device_ordinal stat
                 cols["device_id"].append(np.full(start.shape[0], default_dev, np.int64))
             else:
-                cols["device_id"].append(np.where(rows["dev_ok"][order], rows["dev"][order], default_dev))
+                dev = np.where(rows["dev_ok"][order], rows["dev"][order], default_dev)
+                # int32 when every id fits (the events table's dtype): half the memory of the column
+                small = dev.size == 0 or (-(1 << 31) <= dev.min() and dev.max() < 1 << 31)
+                cols["device_id"].append(dev.astype(np.int32) if small else dev)
             cols["start"].append(start)
             cols["dur"].append(dur)
             cols["self"].append(_self_times_np(start, dur))
+            if start.shape[0] >= _TRIM_ROWS:
+                del rows, order, start, dur
+                _release_freed_memory()  # the line's temporaries, so they do not pile up in the heap
         if collect_steps:
             step_rows.sort(key=lambda r: (r[0], -r[1]))
             xspace._steps[plane_i] = step_rows

@@ -84,11 +84,8 @@ class OpTotals:
     def of(cls, events: TraceEvents) -> OpTotals:
         """The totals of ``events`` (``ops`` with modules named by ``named_modules``)."""
         ops = events.ops
-        grouped = ops.groupby(["module", "instruction"], observed=True, sort=False)["self_ps"].agg(["sum", "count"])
-        per_op = {(str(m), str(i)): (int(t), int(c)) for (m, i), t, c in
-                  zip(grouped.index, grouped["sum"].tolist(), grouped["count"].tolist())}
-        devices = {(str(h), str(d), int(i)) for h, d, i in
-                   ops[["host", "device", "device_id"]].drop_duplicates().itertuples(index=False)}
+        per_op = _op_sums(ops)
+        devices = _devices(ops)
         steps = {int(x) for x in events.steps["step"].dropna().unique()} if len(events.steps) else set()
         runs = ({str(m): int(n) for m, n in events.module_runs.groupby("module", observed=True).size().items()}
                 if len(events.module_runs) else {})
@@ -110,6 +107,68 @@ class OpTotals:
             out.steps |= p.steps
             out.modules |= p.modules
         return out
+
+
+def _categorical_codes(col) -> Any:
+    """The codes of a categorical column without missing values (numpy, small int), else None."""
+    import pandas as pd
+
+    if not isinstance(col.dtype, pd.CategoricalDtype):
+        return None
+    codes = col.cat.codes.to_numpy()
+    return None if codes.size and codes.min() < 0 else codes
+
+
+def _op_sums(ops: pd.DataFrame) -> dict[tuple[str, str], tuple[int, int]]:
+    """(module, instruction) -> (sum of ``self_ps``, events), in order of first appearance: ``ops.groupby(["module",
+    "instruction"], observed=True, sort=False)["self_ps"].agg(["sum", "count"])``, computed on the categoricals'
+    codes (one int32 key per event instead of pandas' several int64 group codes)."""
+    import numpy as np
+
+    mc, ic = _categorical_codes(ops["module"]), _categorical_codes(ops["instruction"])
+    n_i = len(ops["instruction"].cat.categories) if ic is not None else 0
+    n_m = len(ops["module"].cat.categories) if mc is not None else 0
+    if mc is None or ic is None or n_m * n_i >= 1 << 28:
+        grouped = ops.groupby(["module", "instruction"], observed=True, sort=False)["self_ps"].agg(["sum", "count"])
+        return {(str(m), str(i)): (int(t), int(c)) for (m, i), t, c in
+                zip(grouped.index, grouped["sum"].tolist(), grouped["count"].tolist())}
+    key = mc.astype(np.int32) * np.int32(n_i)
+    key += ic
+    seen = np.zeros(n_m * n_i, bool)
+    seen[key] = True
+    uniq = np.flatnonzero(seen)
+    lut = np.zeros(seen.size, np.int32)
+    lut[uniq] = np.arange(uniq.size, dtype=np.int32)
+    group = lut[key]
+    del key, seen, lut
+    first = np.full(uniq.size, len(group), np.int64)  # first row of each group: groupby's sort=False order
+    np.minimum.at(first, group, np.arange(len(group)))
+    total = np.zeros(uniq.size, np.int64)  # exact integer sums (ps), not float
+    np.add.at(total, group, ops["self_ps"].to_numpy(np.int64))
+    count = np.bincount(group, minlength=uniq.size)
+    m_cat, i_cat = ops["module"].cat.categories, ops["instruction"].cat.categories
+    return {(str(m_cat[k // n_i]), str(i_cat[k % n_i])): (int(total[g]), int(count[g]))
+            for g, k in ((g, int(uniq[g])) for g in np.argsort(first, kind="stable").tolist())}
+
+
+def _devices(ops: pd.DataFrame) -> set[tuple[str, str, int]]:
+    """The distinct (host, device, device_id) of the events."""
+    import numpy as np
+    import pandas as pd
+
+    hc, dc = _categorical_codes(ops["host"]), _categorical_codes(ops["device"])
+    if hc is None or dc is None or ops["device_id"].dtype != np.int32:  # (ids packed in 32 bits below)
+        return {(str(h), str(d), int(i)) for h, d, i in
+                ops[["host", "device", "device_id"]].drop_duplicates().itertuples(index=False)}
+    n_d = len(ops["device"].cat.categories)
+    key = (hc.astype(np.int64) * n_d + dc) << 32
+    key |= ops["device_id"].to_numpy().astype(np.int64) & 0xFFFFFFFF  # (two's complement of the int32 id)
+    h_cat, d_cat = ops["host"].cat.categories, ops["device"].cat.categories
+    out = set()
+    for k in pd.unique(key).tolist():
+        hd, i = k >> 32, k & 0xFFFFFFFF
+        out.add((str(h_cat[hd // n_d]), str(d_cat[hd % n_d]), i - (1 << 32) if i >= 1 << 31 else i))
+    return out
 
 
 def measured_times(events: TraceEvents | OpTotals) -> Measured:

@@ -215,13 +215,12 @@ def host_part(events: TraceEvents, info: Mapping[tuple[str, str], tuple],
     is_comm = op["comm"][pair]
     is_container = (op["container"][pair] | nested) & ~is_comm
     bound = op["bound"][pair]
-    roof = op["roofline_per_event_s"][pair]
-    category = op["category"][pair]
+    roof_op = op["roofline_per_event_s"]  # per op; taken per device below (no float64 column per event)
     leaf = ~is_comm & ~is_container
     end, absorbed = _async_flights(ev, start, end, pair, names, is_comm, async_pairs)
     is_comm &= ~absorbed
 
-    groups = ev.groupby(["host", "device", "device_id"], observed=True, sort=True).indices
+    groups = _device_groups(ev)
     devices = pd.DataFrame(
         [(h, d, i, int(start[ix].min()), int(end[ix].max())) for (h, d, i), ix in groups.items()],
         columns=["host", "device", "device_id", "first_ps", "last_ps"])
@@ -232,12 +231,15 @@ def host_part(events: TraceEvents, info: Mapping[tuple[str, str], tuple],
     gap_rows: list[tuple] = []
     device_ops: list[tuple] = []
     instances: list[pd.DataFrame] = []
-    exposed_ps = np.zeros(len(ev), np.int64)
-    overlapped_ps = np.zeros(len(ev), np.int64)
+    comm_rows = np.flatnonzero(is_comm)  # collective events: their exposed / overlapped ps, in row order
+    exposed_ps = np.zeros(comm_rows.size, np.int64)
+    overlapped_ps = np.zeros(comm_rows.size, np.int64)
     self_all = ev["self_ps"].to_numpy(np.int64)
     win_of = {k: g for k, g in windows.groupby(["host", "device", "device_id"], sort=False)} if len(windows) else {}
-    cat_names, cat_codes = np.unique(category.astype(str), return_inverse=True)
-    cat_codes = cat_codes.reshape(-1)
+    # categories (sorted) and each event's, through its op: every op of ``names`` has events, so the
+    # categories of the ops are those of the events
+    cat_names, op_cat = np.unique(op["category"].astype(str), return_inverse=True)
+    op_cat = op_cat.reshape(-1)
     for (host, device, device_id), ix in groups.items():
         w = win_of.get((host, device, device_id), windows.iloc[0:0])
         lo = w["start_ps"].to_numpy(np.int64)
@@ -259,15 +261,19 @@ def host_part(events: TraceEvents, info: Mapping[tuple[str, str], tuple],
         if c.any():  # each collective event: the part of it other work covers
             ci = ix[c]
             over = covered(*u_leaf, s[c], e[c])
-            overlapped_ps[ci] = over
-            exposed_ps[ci] = (e[c] - s[c]) - over
+            at = np.searchsorted(comm_rows, ci)
+            overlapped_ps[at] = over
+            exposed_ps[at] = (e[c] - s[c]) - over
         # Events of a window: those starting in it (windows of one device are in time order).
         wi = np.searchsorted(lo, s, side="right") - 1
         inside = (wi >= 0) & (s < hi[np.maximum(wi, 0)])
         wi_in = wi[inside]
         n_win = len(lo)
-        roof_w = np.bincount(wi_in, weights=np.nan_to_num(roof[ix][inside]), minlength=n_win)
-        unknown_roof = np.bincount(wi_in, weights=np.isnan(roof[ix][inside]), minlength=n_win)
+        pair_in = pair[ix][inside]
+        roof_in = roof_op[pair_in]
+        roof_w = np.bincount(wi_in, weights=np.nan_to_num(roof_in), minlength=n_win)
+        unknown_roof = np.bincount(wi_in, weights=np.isnan(roof_in), minlength=n_win)
+        del roof_in
         n_events = np.bincount(wi_in, minlength=n_win)
         finish = np.full(n_win, np.iinfo(np.int64).min)
         np.maximum.at(finish, wi_in, np.minimum(e[inside], hi[wi_in]))
@@ -285,7 +291,7 @@ def host_part(events: TraceEvents, info: Mapping[tuple[str, str], tuple],
             inst["k"] = inst.groupby(["step", "pair"]).cumcount()
             instances.append(inst)
         n_cat = len(cat_names)
-        cell = wi_in * n_cat + cat_codes[ix][inside]  # (window, category) of each event in a window
+        cell = wi_in * n_cat + op_cat[pair_in]  # (window, category) of each event in a window
         by_cat = np.bincount(cell, weights=self_all[ix][inside], minlength=n_win * n_cat).reshape(n_win, n_cat)
         cat_seen = np.bincount(cell, minlength=n_win * n_cat).reshape(n_win, n_cat)
         longest, top = _gaps(u_all, lo, hi, s, e, ix)
@@ -320,7 +326,7 @@ def host_part(events: TraceEvents, info: Mapping[tuple[str, str], tuple],
     gaps = gaps.head(TOP_GAPS).reset_index(drop=True)  # (labels only for the gaps kept)
     gaps["before"] = [_event_label(ev, j) for j in gaps["before"].tolist()]
     gaps["after"] = [_event_label(ev, j) for j in gaps["after"].tolist()]
-    exposure = _exposure(pair, names, is_comm, exposed_ps, overlapped_ps)
+    exposure = _exposure(pair[comm_rows], names, exposed_ps, overlapped_ps)
     coll = pd.DataFrame(columns=INSTANCE_COLUMNS)
     if instances:
         allinst = pd.concat(instances, ignore_index=True)
@@ -414,7 +420,6 @@ def _async_flights(ev: pd.DataFrame, start: np.ndarray, end: np.ndarray, pair: n
     """
     import numpy as np
 
-    end = end.copy()
     absorbed = np.zeros(len(end), bool)
     index = {n: k for k, n in enumerate(names)}
     wanted = {}
@@ -423,7 +428,8 @@ def _async_flights(ev: pd.DataFrame, start: np.ndarray, end: np.ndarray, pair: n
         if st is not None and is_comm[k] and (m, st) in index:
             wanted[k] = index[(m, st)]
     if not wanted:
-        return end, absorbed
+        return end, absorbed  # (unchanged: no copy of the whole column)
+    end = end.copy()
     device = ev.groupby(["host", "device", "device_id"], observed=True, sort=False).ngroup().to_numpy()
     for done_k, start_k in wanted.items():
         d_rows = np.flatnonzero(pair == done_k)
@@ -447,18 +453,74 @@ def _async_flights(ev: pd.DataFrame, start: np.ndarray, end: np.ndarray, pair: n
     return end, absorbed
 
 
+#: Most (host, device, device_id) groups of one host that :func:`_device_groups` finds by one pass per group;
+#: beyond it pandas' groupby is used.
+_MAX_DEVICE_PASSES = 64
+
+
+def _device_groups(ev: pd.DataFrame) -> dict[tuple, np.ndarray]:
+    """``ev.groupby(["host", "device", "device_id"], observed=True, sort=True).indices``: the rows (int64, in
+    order) of each device, keys in sorted order -- without pandas' per-row group codes (several int64 columns
+    of the table's length), when ``host`` and ``device`` are categoricals without missing values and the table
+    has few devices (one host's): one boolean pass over the rows per (host, device) and per device id."""
+    import numpy as np
+    import pandas as pd
+
+    def pandas_groups() -> dict[tuple, np.ndarray]:
+        return ev.groupby(["host", "device", "device_id"], observed=True, sort=True).indices
+
+    host, device = ev["host"], ev["device"]
+    if not (isinstance(host.dtype, pd.CategoricalDtype) and isinstance(device.dtype, pd.CategoricalDtype)):
+        return pandas_groups()
+    h_codes, d_codes = host.cat.codes.to_numpy(), device.cat.codes.to_numpy()
+    if h_codes.size and (h_codes.min() < 0 or d_codes.min() < 0):  # missing values: groupby drops those rows
+        return pandas_groups()
+    n_dev = len(device.cat.categories)
+    hd = h_codes.astype(np.int64) * n_dev + d_codes  # (host, device) of each row, in category order
+    pairs = pd.unique(hd)
+    if len(pairs) > _MAX_DEVICE_PASSES:
+        return pandas_groups()
+    ids = ev["device_id"].to_numpy()
+    h_cats, d_cats = host.cat.categories, device.cat.categories
+    out: dict[tuple, np.ndarray] = {}
+    passes = 0
+    for k in sorted(pairs.tolist()):
+        rows = np.flatnonzero(hd == k)
+        sub = ids[rows]
+        found = pd.unique(sub)
+        passes += len(found)
+        if passes > _MAX_DEVICE_PASSES:
+            return pandas_groups()
+        for i in sorted(found.tolist()):
+            out[(h_cats[k // n_dev], d_cats[k % n_dev], i)] = rows if len(found) == 1 else rows[sub == i]
+    return out
+
+
 def _op_pairs(ev: pd.DataFrame) -> tuple[np.ndarray, list[tuple[str, str]]]:
-    """Each event's index into the distinct (module, instruction) pairs of the events, and those pairs."""
+    """Each event's index into the distinct (module, instruction) pairs of the events, and those pairs.
+
+    The index is ``int32`` (4 bytes per event) when the pairs fit, else ``int64``."""
     import numpy as np
 
     mod = ev["module"].astype("category")
     ins = ev["instruction"].astype("category")
-    m_codes = mod.cat.codes.to_numpy(np.int64)
-    i_codes = ins.cat.codes.to_numpy(np.int64)
-    key = m_codes * (len(ins.cat.categories) + 1) + i_codes
-    uniq, inv = np.unique(key, return_inverse=True)
-    m_cat, i_cat = list(mod.cat.categories), list(ins.cat.categories)
     n = len(ins.cat.categories) + 1
+    wide = (len(mod.cat.categories) + 1) * n >= 1 << 31
+    kt = np.int64 if wide else np.int32
+    key = mod.cat.codes.to_numpy().astype(kt) * kt(n)
+    key += ins.cat.codes.to_numpy().astype(kt)
+    if key.size and 0 <= key.min() and key.max() < max(1 << 24, 4 * key.size):
+        # dense keys (a few modules x instructions): a lookup table instead of sorting the events
+        seen = np.zeros(int(key.max()) + 1, bool)
+        seen[key] = True
+        uniq = np.flatnonzero(seen)
+        lut = np.zeros(seen.size, kt)
+        lut[uniq] = np.arange(uniq.size, dtype=kt)
+        inv = lut[key]
+    else:
+        uniq, inv = np.unique(key, return_inverse=True)
+    del key
+    m_cat, i_cat = list(mod.cat.categories), list(ins.cat.categories)
     names = [(str(m_cat[k // n]) if k // n >= 0 else "", str(i_cat[k % n]) if k % n < len(i_cat) else "")
              for k in uniq.tolist()]
     return inv.reshape(-1), names
@@ -526,14 +588,17 @@ def _event_label(ev: pd.DataFrame, j: int) -> str:
     return f"{inst} ({ev['module'].iat[j]})"
 
 
-def _exposure(pair: np.ndarray, names: list[tuple[str, str]], is_comm: np.ndarray, exposed_ps: np.ndarray,
+def _exposure(comm_pair: np.ndarray, names: list[tuple[str, str]], exposed_ps: np.ndarray,
               overlapped_ps: np.ndarray) -> dict[tuple[str, str], tuple[int, int]]:
-    """(module, instruction) of each collective -> (exposed ps, overlapped ps) summed over its events."""
+    """(module, instruction) of each collective -> (exposed ps, overlapped ps) summed over its events.
+
+    ``comm_pair``: the op (index into ``names``) of each collective event, in row order; ``exposed_ps`` and
+    ``overlapped_ps`` (int64, ps): the same events' exposed and overlapped time."""
     import numpy as np
 
     n = len(names)
-    sel = pair[is_comm]
-    exp = np.bincount(sel, weights=exposed_ps[is_comm], minlength=n)
-    ovl = np.bincount(sel, weights=overlapped_ps[is_comm], minlength=n)
+    sel = comm_pair
+    exp = np.bincount(sel, weights=exposed_ps, minlength=n)
+    ovl = np.bincount(sel, weights=overlapped_ps, minlength=n)
     seen = np.bincount(sel, minlength=n) > 0
     return {names[k]: (int(exp[k]), int(ovl[k])) for k in np.flatnonzero(seen).tolist()}
