@@ -217,7 +217,7 @@ def host_part(events: TraceEvents, info: Mapping[tuple[str, str], tuple],
     bound = op["bound"][pair]
     roof_op = op["roofline_per_event_s"]  # per op; taken per device below (no float64 column per event)
     leaf = ~is_comm & ~is_container
-    end, absorbed = _async_flights(ev, start, end, pair, names, is_comm, async_pairs)
+    end, absorbed = _async_flights(ev, start, end, pair, names, op["comm"], async_pairs)
     is_comm &= ~absorbed
 
     groups = _device_groups(ev)
@@ -410,10 +410,11 @@ def pairs_from_lines(ev: pd.DataFrame) -> dict[tuple[str, str], str]:
 
 
 def _async_flights(ev: pd.DataFrame, start: np.ndarray, end: np.ndarray, pair: np.ndarray,
-                   names: list[tuple[str, str]], is_comm: np.ndarray, async_pairs: Mapping[tuple[str, str], str]
+                   names: list[tuple[str, str]], op_is_comm: np.ndarray, async_pairs: Mapping[tuple[str, str], str]
                    ) -> tuple[np.ndarray, np.ndarray]:
     """Join each collective done event to the latest start event of its start instruction on the same device
     (and stream group): the start's interval is stretched to the done's end, the done marked absorbed.
+    ``op_is_comm``: per op of ``names`` (not per event), whether it is communication.
 
     Returns:
         ``(end, absorbed)``: the new end of every event, and which done events now lie inside a flight.
@@ -425,7 +426,7 @@ def _async_flights(ev: pd.DataFrame, start: np.ndarray, end: np.ndarray, pair: n
     wanted = {}
     for k, (m, inst) in enumerate(names):
         st = async_pairs.get((m, inst))
-        if st is not None and is_comm[k] and (m, st) in index:
+        if st is not None and op_is_comm[k] and (m, st) in index:
             wanted[k] = index[(m, st)]
     if not wanted:
         return end, absorbed  # (unchanged: no copy of the whole column)

@@ -193,3 +193,18 @@ def test_done_operand_read_from_a_chrome_trace_line():
         "%all-gather-done.1 = f32[8]{0} all-gather-done(f32[8]{0} %all-gather-start.1)"]})
     assert pairs_from_lines(ev) == {("m", "copy-done.206"): "copy-start.206",
                                      ("m", "all-gather-done.1"): "all-gather-start.1"}
+
+
+def test_flight_found_whatever_the_event_order():
+    """The done op's communication flag is read per op, not from the event that happens to share its index: with
+    a fusion [0, 5) as the first event (ops sorted by name put ag-done first), the flight of
+    ``test_async_start_and_done_are_one_flight`` still forms -- hidden 38 us under the second fusion."""
+    ops = pd.concat([OPS, pd.DataFrame([
+        ("m", "ag-start", "collective", "all-gather-start", "all-gather", "communication", 5e-6, 1.0),
+        ("m", "ag-done", "collective", "all-gather-done", "all-gather", "communication", 0.0, 1.0),
+    ], columns=OPS.columns)], ignore_index=True)
+    rows = [(0, "XLA Ops", "fusion", 0, 5, None), (0, "XLA Ops", "ag-start", 10, 2, None),
+            (0, "XLA Ops", "fusion", 12, 38, None), (0, "XLA Ops", "ag-done", 50, 10, None)]
+    ev = _events(rows, [("/host:CPU", -1, 0, 0, 100)])
+    step = step_breakdown(ev, ops, {"m": 1.0}, {("m", "ag-done"): "ag-start"}).steps.iloc[0]
+    assert step["overlapped_comm_s"] == pytest.approx(38e-6) and step["exposed_comm_s"] == pytest.approx(12e-6)
