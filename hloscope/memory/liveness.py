@@ -130,6 +130,8 @@ class _Walk:
         self.table_len: list[int] = []
         self.origin: list[tuple[str, str, str]] = []  # (computation, instruction, kind)
         self.share: list[tuple[int, int, int]] = []  # (new value, operand value, time)
+        #: fused computation name -> operand name -> indices of the instructions using it (``_users``)
+        self.users: dict[str, dict[str, list[int]]] = {}
         self.operand_values: dict[int, tuple[int, ...]] = {}
         self.copy_reads: dict[int, tuple[int, ...]] = {}
         self.sequence: list[tuple[str, str]] = []
@@ -340,7 +342,7 @@ class _Walk:
         size = shape.hbm_size_bytes
         for i, t in enumerate(ops):
             if isinstance(t, int) and self.shapes[t] is not None and self.shapes[t].hbm_size_bytes == size:
-                if inst.opcode == "fusion" and not _elementwise_use(inst, i, self.module):
+                if inst.opcode == "fusion" and not _elementwise_use(inst, i, self.module, self.users):
                     continue
                 self.share.append((vid, t, time))
 
@@ -454,9 +456,12 @@ def _ints(text: str) -> tuple[int, ...]:
     return tuple(int(x) for x in text.replace(" ", "").split(",") if x)
 
 
-def _elementwise_use(inst: Any, operand: int, module: HloModule) -> bool:
+def _elementwise_use(inst: Any, operand: int, module: HloModule,
+                     users: dict[str, dict[str, list[int]]] | None = None) -> bool:
     """Whether a loop fusion reads operand ``operand`` only elementwise (every user of the fused parameter is
-    an elementwise instruction of the same dims): XLA lets its output take over that operand's buffer."""
+    an elementwise instruction of the same dims): XLA lets its output take over that operand's buffer.
+    ``users``: a cache of ``_users`` by computation name (a fused computation is asked once per operand of
+    each fusion calling it; scanning its body each time was quadratic on large fusions)."""
     names = inst.called_computations.get("calls", ())
     if not names:
         return False
@@ -468,13 +473,26 @@ def _elementwise_use(inst: Any, operand: int, module: HloModule) -> bool:
     name = comp.names[param]
     dims = comp.shapes[param].dims
     opcodes, shapes = comp.opcodes, comp.shapes
+    by_name = users.get(comp.name) if users is not None else None
+    if by_name is None:
+        by_name = _users(comp)
+        if users is not None:
+            users[comp.name] = by_name
     found = False
-    for i in range(len(comp)):
-        if name in comp.operands_at(i):
-            if opcodes[i] not in ELEMENTWISE_OPCODES or shapes[i].dims != dims:
-                return False
-            found = True
+    for i in by_name.get(name, ()):
+        if opcodes[i] not in ELEMENTWISE_OPCODES or shapes[i].dims != dims:
+            return False
+        found = True
     return found
+
+
+def _users(comp: Any) -> dict[str, list[int]]:
+    """Operand name -> the indices (in order, each once) of the instructions of ``comp`` that use it."""
+    out: dict[str, list[int]] = {}
+    for i, operands in enumerate(comp.operand_lists(range(len(comp)))):
+        for name in (operands if len(operands) < 2 else dict.fromkeys(operands)):
+            out.setdefault(name, []).append(i)
+    return out
 
 
 def analyze_liveness(module: HloModule) -> Liveness:
