@@ -568,7 +568,7 @@ class HloComputation:
     """
 
     __slots__ = ("name", "root_name", "is_entry", "parameter_shapes", "line", "_instructions", "_source",
-                 "_built", "_index", "_lookups", "_names", "_opcodes", "_shapes", "_parameter_index")
+                 "_built", "_index", "_lookups", "_names", "_opcodes", "_shapes", "_parameter_index", "_opcode_set")
 
     def __init__(self, name: str, instructions: tuple[HloInstruction, ...] | None, root_name: str,
                  is_entry: bool = False, parameter_shapes: tuple[Shape, ...] = (), line: int = 0, *,
@@ -585,6 +585,7 @@ class HloComputation:
         self._built: dict[int, HloInstruction] = {}
         self._index: dict[str, int] | None = None
         self._lookups = 0
+        self._opcode_set: frozenset[str] | None = None
         if source is not None and instructions is None:
             self._names, self._opcodes, self._shapes = source.names, source.opcodes, source.shapes
             self._parameter_index: Mapping[int, int] | None = source.parameter_index
@@ -628,6 +629,15 @@ class HloComputation:
         if self._opcodes is None:
             self._columns_from_instructions()
         return self._opcodes
+
+    @property
+    def opcode_set(self) -> frozenset[str]:
+        """The distinct opcodes (made once: "does this body hold a dot?" is asked per fusion by the ops table's
+        category and dtype, and a scan of a large fused body each time added up)."""
+        found = self._opcode_set
+        if found is None:
+            found = self._opcode_set = frozenset(self.opcodes)
+        return found
 
     @property
     def shapes(self) -> tuple[Shape, ...]:

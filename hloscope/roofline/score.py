@@ -85,7 +85,7 @@ def matmul_dtype(inst: HloInstruction, module: HloModule) -> str | None:
         types = []
         for name in comp_names:
             comp = module.computation(name)
-            if _MATMUL.isdisjoint(comp.opcodes):  # (columns: the fused instructions are not built)
+            if _MATMUL.isdisjoint(comp.opcode_set):  # (columns: the fused instructions are not built)
                 continue
             for k, opcode in enumerate(comp.opcodes):
                 if opcode in _MATMUL:

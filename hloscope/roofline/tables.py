@@ -78,7 +78,7 @@ def category(inst, module, kind: str | None = None) -> str:
         return "fft"
     if op == "fusion":
         for name in inst.called_computations.get("calls", ()):
-            if not _FUSED_MATMUL.isdisjoint(module.computation(name).opcodes):  # (builds no instruction)
+            if not _FUSED_MATMUL.isdisjoint(module.computation(name).opcode_set):  # (builds no instruction)
                 return "matmul"
         if kind is None:
             return f"fusion:{inst.attributes.get('kind', '?')}"
