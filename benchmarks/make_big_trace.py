@@ -6,6 +6,8 @@ Usage (from the repository root)::
     python benchmarks/make_big_trace.py --out DIR        # log dir to write instead (wiped first)
     python benchmarks/make_big_trace.py --layers 24 --steps 3 --unroll
     python benchmarks/make_big_trace.py --steps 25 --direct --tile 6   # the ~1.1 GB trace of `trace.py --big`
+    python benchmarks/make_big_trace.py --source fixtures/profile/gpu_mlp_train_nocb/plugins/profile/run0/localhost.xplane.pb \
+        --tile 31000                                                    # the ~1.0 GB GPU trace of `trace.py --gpu`
 
 Program: the ``transformer_train_step`` of ``fixtures/make_hlo_fixtures.py`` (pre-LN transformer block under
 ``lax.scan`` over the stacked layer weights, value_and_grad + SGD), f32, with ``--layers`` (48) layers and the
@@ -23,6 +25,13 @@ Large traces: the profiler holds ~28x the capture's size in memory (a 145 MB cap
 ``.trace.json.gz``; faster, same XSpace); ``--tile K`` then repeats every line's events K times in time
 (:func:`tile_xspace`: ``steps x K`` steps, step numbers renumbered), which reads as one long capture of the same
 program.
+
+``--source PATH --tile K``: no recording; the existing capture ``PATH`` (e.g. the bundled H100 one) is tiled K
+times the same way (``correlation_id`` stats renumbered too, so that each copy's kernels pair with their own
+launches; device planes keep their lines, stats and metadata), into
+``$HLOSCOPE_BENCH_CACHE/tiled_<capture>_x<K>_<hash of the file>/plugins/profile/<run>/<file>``. This is how a
+large GPU trace is made without a GPU: ``gpu_mlp_train_nocb`` (5 steps, 70 kB) tiled 31000 times is 1.015 GB,
+155,000 steps (~15 s, ~0.7 GB peak RSS).
 
 Output: ``<logdir>/plugins/profile/<YYYY_MM_DD_HH_MM_SS>/<host>.xplane.pb`` (plus the profiler's
 ``.trace.json.gz`` without ``--direct``). The default log dir is
@@ -66,6 +75,39 @@ def default_logdir(layers: int, steps: int, unroll: bool, direct: bool = False, 
     key = hashlib.sha256(recipe.encode()).hexdigest()[:12]
     name = f"trace_{layers}l_{steps}s" + ("_unrolled" if unroll else "") + ("_direct" if direct else "")
     return cache_dir() / f"{name}{f'_x{tile}' if tile > 1 else ''}_{key}"
+
+
+def tiled_logdir(source: Path, tile: int) -> Path:
+    """Cache log dir of ``source`` (an existing ``.xplane.pb``) tiled ``tile`` times: named after the capture's
+    log dir (``gpu_mlp_train_nocb`` for the bundled H100 fixture), keyed by a hash of its bytes."""
+    key = hashlib.sha256(repr(RECIPE).encode() + source.read_bytes()).hexdigest()[:12]
+    parents = source.resolve().parents
+    name = parents[3].name if len(parents) >= 4 and parents[1].name == "profile" else source.name.split(".")[0]
+    return cache_dir() / f"tiled_{name}_x{tile}_{key}"
+
+
+def ensure_tiled(source: Path, tile: int) -> Path:
+    """The cached ``source`` tiled ``tile`` times (:func:`tile_xspace`), made first if missing; its path."""
+    logdir = tiled_logdir(source, tile)
+    path = find_xplane(logdir)
+    if path is None:
+        print(f"tiling {source} {tile} times (once; cached under {logdir}) ...", file=sys.stderr, flush=True)
+        path = _tile_into(source, logdir, tile)
+    return path
+
+
+def _tile_into(source: Path, logdir: Path, tile: int) -> Path:
+    """Write ``source`` tiled ``tile`` times as ``<logdir>/plugins/profile/<run>/<file>`` (the source's run
+    dir and file names when it lies in a log dir, else ``run0``); ``logdir`` is wiped first."""
+    source = source.resolve()
+    run = source.parent.name if source.parents[1].name == "profile" else "run0"
+    shutil.rmtree(logdir, ignore_errors=True)
+    path = logdir / "plugins" / "profile" / run / source.name
+    path.parent.mkdir(parents=True)
+    t0 = time.perf_counter()
+    tile_xspace(source, path, tile)
+    print(f"tiled {tile} times in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+    return path
 
 
 def find_xplane(logdir: Path) -> Path | None:
@@ -115,10 +157,15 @@ def tile_xspace(src: Path, dst: Path, copies: int) -> int:
     """Write to ``dst`` the XSpace ``src`` with the events of every line repeated ``copies`` times in time.
 
     Copy ``k`` (0 = the original) of a line's events has its ``offset_ps`` moved by ``k`` periods, a period
-    being the capture's span (first event start to last event end over all lines, ps) plus 1 ms, and the
-    ``step_num`` stats of the host plane's step annotations raised by ``k`` times the number of steps of the
-    capture; metadata (names, stats, HLO protos) is shared, as in one long capture of the same program. Line
-    ``duration_ps`` is widened to match. Lines are decoded one at a time (memory ~ the output's size).
+    being the capture's span (first event start to last event end over all lines, ps) plus 1 ms; the
+    ``step_num`` stats of the step annotations are raised by ``k`` times the number of steps of the capture,
+    and the ``correlation_id`` stats (which pair a GPU kernel with its launch on the host) by ``k`` times
+    (largest correlation id + 1), so that every copy's steps and launches are new ones. Metadata (names,
+    stats, HLO protos) is shared, as in one long capture of the same program; line ``duration_ps`` and the
+    ``Task Environment`` plane's ``profile_stop_time`` are widened to match. Works for any capture: the CPU
+    ones of :func:`record` and a GPU one such as ``fixtures/profile/gpu_mlp_train_nocb`` (device planes
+    ``/device:GPU:N`` keep their lines, stats and metadata). Lines are decoded one at a time (memory ~ the
+    output's size).
 
     Returns:
         The size of ``dst`` in bytes.
@@ -133,15 +180,26 @@ def tile_xspace(src: Path, dst: Path, copies: int) -> int:
     ix = open_xspace(src)
     data = src.read_bytes()
     first, last = None, None
-    step_ids = [next((k for k, m in plane.stat_metadata.items() if m.name == "step_num"), None)
-                for plane in ix.planes]
+
+    def stat_id(plane, name):
+        return next((k for k, m in plane.stat_metadata.items() if m.name == name), None)
+
+    step_ids = [stat_id(plane, "step_num") for plane in ix.planes]
+    corr_ids = [stat_id(plane, "correlation_id") for plane in ix.planes]
     step_events = {}  # (plane, line) -> events with a step_num stat
+    max_corr = -1
     for plane_i in range(len(ix.planes)):
-        want = np.array([] if step_ids[plane_i] is None else [step_ids[plane_i]], np.int64)
+        want = np.array(sorted({i for i in (step_ids[plane_i], corr_ids[plane_i]) if i is not None}), np.int64)
         for line_i, (a, b, _) in enumerate(ix._lines[plane_i]):
             for sl in _scan_line(data, a, b, want):
-                if sl.st_ev.size:
-                    step_events[plane_i, line_i] = step_events.get((plane_i, line_i), 0) + len(set(sl.st_ev.tolist()))
+                is_step = sl.st_mid == (-1 if step_ids[plane_i] is None else step_ids[plane_i])
+                if is_step.any():
+                    step_events[plane_i, line_i] = (step_events.get((plane_i, line_i), 0)
+                                                    + len(set(sl.st_ev[is_step].tolist())))
+                is_corr = (sl.st_mid == (-1 if corr_ids[plane_i] is None else corr_ids[plane_i])) & \
+                    ((sl.st_kind == 3) | (sl.st_kind == 4))
+                if is_corr.any():
+                    max_corr = max(max_corr, int(sl.st_val[is_corr].max()))
                 if sl.ev_off.size:
                     lo = sl.timestamp_ns * 1000 + int(sl.ev_off.min())
                     hi = sl.timestamp_ns * 1000 + int((sl.ev_off + sl.ev_dur).max())
@@ -154,9 +212,13 @@ def tile_xspace(src: Path, dst: Path, copies: int) -> int:
     tmp = dst.with_suffix(".partial")
     with open(tmp, "wb") as out:
         for plane_i, plane in enumerate(ix.planes):
-            step_id = step_ids[plane_i]
             n_steps = max((n for (p, _), n in step_events.items() if p == plane_i), default=0)
-            chunks = []
+            raise_by = {}  # stat metadata id -> raised by this much per copy
+            if step_ids[plane_i] is not None and n_steps:
+                raise_by[step_ids[plane_i]] = n_steps
+            if corr_ids[plane_i] is not None and max_corr >= 0:
+                raise_by[corr_ids[plane_i]] = max_corr + 1
+            lines = []  # per line: its serialized pieces (the line's fields, then its events, copy by copy)
             for line_i, (a, b, _) in enumerate(ix._lines[plane_i]):
                 line = schema.XLine.FromString(data[a:b])
                 line.duration_ps = line.duration_ps * copies if line.duration_ps else 0
@@ -166,34 +228,39 @@ def tile_xspace(src: Path, dst: Path, copies: int) -> int:
                 # the line's other fields first, then all events: one contiguous run, as the profiler writes
                 parts = [line.SerializeToString(), base.SerializeToString()]
                 del line
+                bumps = [(i, j, st.WhichOneof("value"), raise_by[st.metadata_id])
+                         for i, e in enumerate(base.events) for j, st in enumerate(e.stats)
+                         if st.metadata_id in raise_by and st.WhichOneof("value") in ("int64_value", "uint64_value")]
                 for k in range(1, copies):
                     rep = schema.XLine()
                     rep.CopyFrom(base)
                     shift = k * period_ps
-                    for e in rep.events:
+                    events = rep.events
+                    for e in events:
                         e.offset_ps += shift
-                    if (plane_i, line_i) in step_events:
-                        for e in rep.events:
-                            for st in e.stats:
-                                if st.metadata_id == step_id:
-                                    if st.HasField("int64_value"):
-                                        st.int64_value += k * n_steps
-                                    elif st.HasField("uint64_value"):
-                                        st.uint64_value += k * n_steps
+                    for i, j, field, by in bumps:
+                        st = events[i].stats[j]
+                        setattr(st, field, getattr(st, field) + k * by)
                     parts.append(rep.SerializeToString())  # only events: concatenating appends them
-                    del rep
-                body = b"".join(parts)
+                    del rep, events
+                size = sum(map(len, parts))
+                lines.append([b"\x1a" + _varint(size)] + parts)
                 del parts, base
-                chunks.append(b"\x1a" + _varint(len(body)) + body)
             rest = schema.XPlane()
             rest.CopyFrom(plane)
+            if plane.name == "Task Environment":  # the capture's end, on the host clock (ns)
+                stop = stat_id(plane, "profile_stop_time")
+                for st in rest.stats:
+                    if st.metadata_id == stop and st.WhichOneof("value") in ("int64_value", "uint64_value"):
+                        field = st.WhichOneof("value")
+                        setattr(st, field, getattr(st, field) + (copies - 1) * period_ps // 1000)
             rest_bytes = rest.SerializeToString()
-            size = len(rest_bytes) + sum(map(len, chunks))
+            size = len(rest_bytes) + sum(len(p) for parts in lines for p in parts)
             out.write(b"\x0a" + _varint(size))
             out.write(rest_bytes)
-            for c in chunks:
-                out.write(c)
-            del chunks
+            for parts in lines:
+                out.writelines(parts)
+            del lines
         out.write(header.SerializeToString())
     os.replace(tmp, dst)
     return dst.stat().st_size
@@ -312,6 +379,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="write the session's XSpace bytes directly (no .trace.json.gz): needed for ~1 GB captures")
     ap.add_argument("--tile", type=int, default=1,
                     help="repeat the capture's events this many times in time (tile_xspace): steps x tile steps")
+    ap.add_argument("--source", type=Path,
+                    help="tile this existing *.xplane.pb (e.g. the bundled H100 capture fixtures/profile/"
+                    "gpu_mlp_train_nocb/plugins/profile/run0/localhost.xplane.pb) --tile times instead of "
+                    "recording on CPU; --layers/--steps/--unroll/--direct do not apply")
     ap.add_argument("--force", action="store_true", help="re-record even if the cache has this trace")
     args = ap.parse_args(argv)
 
@@ -319,11 +390,15 @@ def main(argv: list[str] | None = None) -> int:
         logdir = args.out.resolve()
         if REPO in logdir.parents or logdir == REPO:
             raise SystemExit(f"{logdir} is inside the repository; big traces must not be committed")
+    elif args.source is not None:
+        logdir = tiled_logdir(args.source, args.tile)
     else:
         logdir = default_logdir(args.layers, args.steps, args.unroll, args.direct, args.tile)
     path = None if args.force or args.out is not None else find_xplane(logdir)
     if path is None:
-        if args.tile > 1:
+        if args.source is not None:
+            path = _tile_into(args.source, logdir, args.tile)
+        elif args.tile > 1:
             base = logdir.with_name(logdir.name + ".base")
             src = record(base, args.layers, args.steps, args.unroll, args.direct)
             shutil.rmtree(logdir, ignore_errors=True)

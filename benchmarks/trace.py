@@ -1,15 +1,22 @@
-"""Trace benchmark: hloscope's profile -> per-op table against XProf's ``hlo_stats`` tool, same file, one run.
+"""Trace benchmark: hloscope's profile -> per-op table against XProf's ``hlo_stats`` (or ``roofline_model``) tool,
+same file, one run.
 
 Usage (from the repository root)::
 
     python benchmarks/trace.py                      # the CPU trace of make_big_trace.py (recorded once, cached)
     python benchmarks/trace.py --big                # its ~1.1 GB version (25 steps captured, tiled 6 times)
+    python benchmarks/trace.py --gpu                # ~1.0 GB GPU trace: the bundled H100 capture tiled 31000 times,
+                                                    # against XProf's roofline_model
     python benchmarks/trace.py --trace PATH         # any *.xplane.pb, or a log/run dir holding one
     python benchmarks/trace.py --repeat 5 --chip tpu-v5e --stages
 
 Without ``--trace`` the trace is one ``benchmarks/make_big_trace.py`` records (48-layer scanned transformer train
 step on 8 host CPU devices: 5 steps, ~35 MB; with ``--big`` 25 steps tiled 6 times in time, ~1.1 GB), cached
-under ``$HLOSCOPE_BENCH_CACHE`` (default ``~/.cache/hloscope-bench``), never in the repository.
+under ``$HLOSCOPE_BENCH_CACHE`` (default ``~/.cache/hloscope-bench``), never in the repository. With ``--gpu``
+it is the bundled H100 capture ``fixtures/profile/gpu_mlp_train_nocb`` (5 steps of a bf16 MLP train step, one
+kernel event per HLO op) with its events repeated ``--tile`` (31000) times in time (``make_big_trace.py --source
+... --tile K``: a long capture made by replicating the real one's steps, not a recorded one; no GPU needed), and
+XProf's tool is ``roofline_model``, which builds rows from the ``/device:GPU:0`` plane.
 
 Every measurement runs in a fresh child process; the tools alternate run by run, so machine load affects all
 alike, and the best wall time of ``--repeat`` runs is kept.
@@ -21,11 +28,14 @@ alike, and the best wall time of ``--repeat`` runs is kept.
 * ``hloscope analyze``: ``hloscope.analyze(path, chip=CHIP)`` in a child that first imports everything and warms
   up on the bundled ``fixtures/profile/cpu_train_step`` (imports and first calls not timed). ``--serial`` adds
   the same with the read-ahead thread of the XSpace reader off (``_xspace_file._PREFETCH_MIN_BYTES``).
-* ``XProf hlo_stats``: ``xprof.convert.raw_to_tool_data.xspace_to_tool_data([path], "hlo_stats",
-  {"use_saved_result": False})`` in a child warmed up the same way, on a copy of the file in a fresh temporary
-  directory (XProf caches ``*.op_stats*.pb`` next to the file; the copy keeps the cache and the next run clean).
-  Note: XProf's ``hlo_stats`` returns no rows for these CPU traces (it logs "Scheduled 0 OpMetricsDb generation
-  tasks": its op metrics come from device planes); the row count is printed so that stays visible.
+* ``XProf hlo_stats`` (``--xprof-tool``; ``roofline_model`` with ``--gpu``):
+  ``xprof.convert.raw_to_tool_data.xspace_to_tool_data([path], TOOL, {"use_saved_result": False})`` in a child
+  warmed up the same way, on a copy of the file in a fresh temporary directory (XProf caches ``*.op_stats*.pb``
+  next to the file; the copy keeps the cache and the next run clean). Rows: ``hlo_stats`` returns one table
+  (``{"cols", "rows"}``), ``roofline_model`` a list of two (the roofline rows -- per step and ``Total`` -- and
+  its diagnostics); the first table's rows are counted. Note: XProf's ``hlo_stats`` returns no rows for the CPU
+  traces (it logs "Scheduled 0 OpMetricsDb generation tasks": its op metrics come from device planes); the row
+  count is printed so that stays visible.
 * ``--chip`` defaults to ``h100``: with a CPU trace and no chip, hloscope would score against the calibrated
   ``host`` chip and, if ``hloscope calibrate`` never ran, measure the host on the fly (seconds of noise); the
   chip only changes the scoring, not the parsing.
@@ -84,21 +94,27 @@ print(json.dumps({"wall": wall, "cpu": cpu, "peak_mb": peak_mb(), "before_mb": b
 _XPROF = _PRELUDE + r'''
 import shutil, tempfile
 from xprof.convert import raw_to_tool_data
-path, fixture = sys.argv[2], sys.argv[3]
+path, fixture, tool = sys.argv[2], sys.argv[3], sys.argv[4]
 def run(src):
     with tempfile.TemporaryDirectory() as d:  # fresh dir: XProf writes cached op stats next to the file
         dst = os.path.join(d, os.path.basename(src))
         shutil.copyfile(src, dst)
         t0, c0 = time.perf_counter(), time.process_time()
-        data, _ = raw_to_tool_data.xspace_to_tool_data([dst], "hlo_stats", {"use_saved_result": False})
+        data, _ = raw_to_tool_data.xspace_to_tool_data([dst], tool, {"use_saved_result": False})
         wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     if data is None:
-        raise SystemExit("XProf hlo_stats returned no data")
-    return wall, cpu, len(json.loads(data).get("rows", []))
+        raise SystemExit(f"XProf {tool} returned no data")
+    table = json.loads(data)
+    table = (table[0] if table else {}) if isinstance(table, list) else table  # roofline_model: [rows, diagnostics]
+    rows = table.get("rows") or []
+    # roofline_model: column "step" is a step number or "Total" (the whole profile)
+    total = sum(1 for r in rows if r.get("c") and r["c"][0].get("v") == "Total") if tool == "roofline_model" else None
+    return wall, cpu, len(rows), total
 run(fixture)  # warm-up
 before = rss_mb()
-wall, cpu, rows = run(path)
-print(json.dumps({"wall": wall, "cpu": cpu, "peak_mb": peak_mb(), "before_mb": before, "rows": rows}))
+wall, cpu, rows, total = run(path)
+print(json.dumps({"wall": wall, "cpu": cpu, "peak_mb": peak_mb(), "before_mb": before, "rows": rows,
+                  "total_rows": total}))
 '''
 
 _STAGES = _PRELUDE + r'''
@@ -172,11 +188,17 @@ def _child(code: str, *args: str) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def resolve_trace(arg: str | None, big: bool = False) -> Path:
+GPU_SOURCE = REPO / "fixtures" / "profile" / "gpu_mlp_train_nocb" / "plugins" / "profile" / "run0" / "localhost.xplane.pb"
+GPU_TILE = 31000  # x 32.4 kB of events per copy of the 5-step capture: 1.015 GB, 155,000 steps
+
+
+def resolve_trace(arg: str | None, big: bool = False, gpu: bool = False, tile: int = GPU_TILE) -> Path:
     if arg is None:
         sys.path.insert(0, str(HERE))
-        from make_big_trace import ensure_trace
+        from make_big_trace import ensure_tiled, ensure_trace
 
+        if gpu:
+            return ensure_tiled(GPU_SOURCE, tile)
         return ensure_trace(steps=25, direct=True, tile=6) if big else ensure_trace()
     p = Path(arg)
     if p.is_file():
@@ -195,6 +217,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--trace", help="*.xplane.pb file or log/run dir (default: the make_big_trace.py trace)")
     ap.add_argument("--big", action="store_true", help="without --trace: the ~1.1 GB trace (make_big_trace.py "
                     "--steps 25 --direct --tile 6; ~35 s to make, once)")
+    ap.add_argument("--gpu", action="store_true", help="without --trace: the bundled H100 capture (fixtures/profile/"
+                    "gpu_mlp_train_nocb) tiled --tile times (make_big_trace.py --source; once, ~15 s), against "
+                    "XProf's roofline_model")
+    ap.add_argument("--tile", type=int, default=GPU_TILE, help=f"with --gpu: copies of the capture (default "
+                    f"{GPU_TILE}: ~1.0 GB)")
+    ap.add_argument("--xprof-tool", choices=["hlo_stats", "roofline_model"],
+                    help="XProf tool to time (default: roofline_model with --gpu, else hlo_stats)")
     ap.add_argument("--chip", default="h100", help="chip to score against (default h100; see the docstring)")
     ap.add_argument("--repeat", type=int, default=3, help="runs per tool, each in a fresh process; best kept")
     ap.add_argument("--stages", action="store_true", help="also time the stages of analyze on the trace")
@@ -204,8 +233,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, help="also write the numbers to this JSON file")
     args = ap.parse_args(argv)
 
-    path = resolve_trace(args.trace, args.big)
-    fixture = FIXTURE if FIXTURE.is_file() else path
+    path = resolve_trace(args.trace, args.big, args.gpu, args.tile)
+    warm = GPU_SOURCE if args.gpu else FIXTURE  # warm-up: a small capture of the same kind
+    fixture = warm if warm.is_file() else path
+    xtool = args.xprof_tool or ("roofline_model" if args.gpu else "hlo_stats")
+    xname = f"XProf {xtool}"
     size_mb = path.stat().st_size / 2**20
     target = _log_dir(path)
     print(f"trace: {path} ({size_mb:.1f} MiB, {path.stat().st_size / 1e9:.3f} GB); CLI target {target}", flush=True)
@@ -216,7 +248,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.serial:
         tools["hloscope analyze, serial read"] = ("child", _HLOSCOPE, str(path), str(fixture), args.chip, "serial")
     if not args.no_xprof:
-        tools["XProf hlo_stats"] = ("child", _XPROF, str(path), str(fixture))
+        tools[xname] = ("child", _XPROF, str(path), str(fixture), xtool)
     runs: dict[str, list[dict]] = {t: [] for t in tools}
     for i in range(args.repeat):  # alternate the tools, so that machine load hits all of them alike
         for tool, how in tools.items():
@@ -224,12 +256,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  run {i + 1}/{args.repeat}: " + ", ".join(f"{t} {r[-1]['wall']:.2f} s" for t, r in runs.items()),
               flush=True)
 
-    out = {"trace": str(path), "file_mb": size_mb, "chip": args.chip, "repeat": args.repeat, "runs": runs,
-           "summary": {}}
+    out = {"trace": str(path), "file_mb": size_mb, "chip": args.chip, "repeat": args.repeat, "xprof_tool": xtool,
+           "runs": runs, "summary": {}}
     print()
     print(f"{'':32}{'wall s':>8}{'cpu s':>8}{'peak RSS':>10}{'/file':>7}{'over imports':>14}{'/file':>7}"
           f"{'/XProf':>8}")
-    xprof = min(runs["XProf hlo_stats"], key=lambda r: r["wall"]) if "XProf hlo_stats" in runs else None
+    xprof = min(runs[xname], key=lambda r: r["wall"]) if xname in runs else None
     for tool, rs in runs.items():
         best = min(rs, key=lambda r: r["wall"])
         peak = max(r["peak_mb"] for r in rs)
@@ -248,8 +280,10 @@ def main(argv: list[str] | None = None) -> int:
               f"steps, {best_h['devices']} devices); chip {args.chip}; best of {args.repeat} runs, each in a fresh "
               f"process")
     if xprof:
-        note = "  (XProf builds no hlo_stats rows from the CPU thunk events of /host:CPU)" if not xprof["rows"] else ""
-        print(f"XProf hlo_stats rows: {xprof['rows']}{note}")
+        note = f"  (XProf builds no {xtool} rows from the CPU thunk events of /host:CPU)" if not xprof["rows"] else ""
+        if xprof.get("total_rows") is not None:
+            note += f" ({xprof['total_rows']} 'Total' rows, the rest per step)"
+        print(f"{xname} rows: {xprof['rows']}{note}")
 
     if args.stages:
         st = _child(_STAGES, str(path), str(fixture), args.chip)

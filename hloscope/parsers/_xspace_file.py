@@ -24,7 +24,7 @@ from hloscope.parsers import _xspace_schema as _schema
 from hloscope.parsers._trace_dir import checked_path, gunzip, lookup
 from hloscope.parsers._trace_error import TraceError
 from hloscope.parsers._xspace_names import _RECAPTURE
-from hloscope.parsers._xspace_wire import _Malformed, _py_skip, _py_varint, _scan_line
+from hloscope.parsers._xspace_wire import _Malformed, _py_skip, _py_varint, _scan_line, _scan_line_windows
 
 
 #: Most planes per file, and lines per plane, that the index holds (each costs ~100 bytes of memory, and can
@@ -156,7 +156,15 @@ class XSpaceIndex:
                 f"lines={sum(map(len, self._lines))})")
 
     def _line_refs(self, plane: int) -> list[_LineRef]:
-        return [_LineRef(name, functools.partial(self._read, a, b), (a, b)) for a, b, name in self._lines[plane]]
+        return [_LineRef(name, functools.partial(self._read, a, b), (a, b), self._read_at)
+                for a, b, name in self._lines[plane]]
+
+    def _read_at(self, a: int, b: int) -> tuple[Any, int]:
+        """Bytes ``[a, b)`` of the (decompressed) file: ``(buf, base)`` with them at ``buf[a - base:b - base]``."""
+        if self._data is not None:
+            return self._data, 0
+        data, _, _ = self._read(a, b)
+        return data, a
 
     def _read(self, a: int, b: int) -> tuple[bytes, int, int]:
         if self._data is not None:
@@ -378,12 +386,13 @@ class _LineRef:
     """One line of a plane: its name if known without scanning, a way to get its serialized bytes, and where
     they lie in the file (``span``: byte range, None for a decoded message's line)."""
 
-    __slots__ = ("name", "_fetch", "span")
+    __slots__ = ("name", "_fetch", "span", "read_at")
 
-    def __init__(self, name: str | None, fetch, span: tuple[int, int] | None = None) -> None:
+    def __init__(self, name: str | None, fetch, span: tuple[int, int] | None = None, read_at=None) -> None:
         self.name = name  # None: not known before the line is scanned
         self._fetch = fetch
         self.span = span
+        self.read_at = read_at  # (a, b) -> (buf, base): any byte range of the source, for lines read in windows
 
     def bytes(self) -> tuple[Any, int, int]:
         return self._fetch()
@@ -404,11 +413,22 @@ def _plane_sources(xspace) -> list[tuple[Any, list[_LineRef]]]:
     return [(plane, [_message_line(line) for line in plane.lines]) for plane in xspace.planes]
 
 
+#: Lines of at least this many bytes (with a known place in the file) are read and split in windows
+#: (``_scan_line_windows``): same chunks, but the line is never in memory whole, nor split by upb whole.
+_WINDOWED_MIN_BYTES = 32 << 20
+
+
 def _scan_ref(ref: _LineRef, want, source: str):
     """:func:`_scan_line` of one line (chunks of decoded events), wire-format errors as :class:`TraceError`."""
-    buf, a, b = ref.bytes()
+    windowed = ref.read_at is not None and ref.span is not None and \
+        ref.span[1] - ref.span[0] >= _WINDOWED_MIN_BYTES
+    if windowed:
+        scanned = _scan_line_windows(ref.read_at, ref.span[0], ref.span[1], want)
+    else:
+        buf, a, b = ref.bytes()
+        scanned = _scan_line(buf, a, b, want)
     try:
-        yield from _scan_line(buf, a, b, want)
+        yield from scanned
     except _Malformed as e:
         where = f" in the line at bytes {ref.span[0]:,}-{ref.span[1]:,}" if ref.span else ""
         raise TraceError(source, f"corrupted event data{where} ({e}); {_RECAPTURE}") from None

@@ -17,7 +17,9 @@ bytes (type 2), or 4 bytes (type 5). Fields may come in any order and repeat; th
 field (and of a oneof) wins -- both rules are kept here. A field whose wire type does not match the
 schema is an unknown field to upb, and is skipped here too.
 
-Entry points: :func:`_scan_line` (one serialized ``XLine`` -> :class:`_ScannedLine` chunks) and
+Entry points: :func:`_scan_line` (one serialized ``XLine`` -> :class:`_ScannedLine` chunks), its windowed form
+:func:`_scan_line_windows` (a line of a file read a window at a time: the same chunks, for lines of hundreds of
+MB, such as the host thread of a long GPU capture) and
 :func:`_wire_stat_value` (one scanned stat -> its Python value). Wire errors raise :class:`_Malformed`, which
 the callers turn into ``TraceError`` with the file's path, and so do times no profile holds (a line
 ``timestamp_ns`` beyond +-2**61 / 1000, an event ``offset_ps`` beyond +-2**61 or a ``duration_ps`` outside
@@ -293,6 +295,164 @@ def _scan_line(buf, a: int, b: int, want, chunk: int = _CHUNK):
             raise _Malformed(f"event {c + k} of the line (byte {int(starts[c + k]) - a:,} of the line) has offset_ps "
                              f"{int(out.ev_off[k])} and duration_ps {int(out.ev_dur[k])}; expected an offset "
                              "within +-2**61 ps and a duration in [0, 2**61) ps")
+        yield out
+
+
+#: Bytes of a line read at a time by :func:`_scan_line_windows` to find its events (upb splits each window).
+_WINDOW = 8 << 20
+
+
+def _event_heads(lengths):
+    """Bytes before each event's payload: the key byte and the length varint (minimal encoding)."""
+    return 2 + (lengths >= 1 << 7) + (lengths >= 1 << 14) + (lengths >= 1 << 21) + (lengths >= 1 << 28)
+
+
+def _line_fields(buf, p: int, end: int, name, ts, *, stop_at_event: bool):
+    """Walk the XLine fields of ``buf[p:end]`` other than events: ``(name, timestamp_ns, position)``, the name
+    and timestamp updated by the fields met (last wins, as upb), ``position`` where an event field begins
+    (``stop_at_event``) or ``end``; None when an event is met without ``stop_at_event`` or a field runs past
+    ``end``."""
+    try:
+        while p < end:
+            if buf[p] == _EVENT_TAG:
+                if stop_at_event:
+                    return name, ts, p
+                return None
+            key, q = _py_varint(buf, p)
+            f, wt = key >> 3, key & 7
+            if wt == 2:
+                n, r = _py_varint(buf, q)
+                if f == 4:
+                    if stop_at_event:
+                        return name, ts, p
+                    return None
+                if f == 2 and r + n <= end:
+                    name = bytes(buf[r : r + n]).decode("utf-8", "replace")
+                q = r + n
+            elif wt == 0 and f == 3:
+                v, q = _py_varint(buf, q)
+                ts = _as_int64(v)
+            else:
+                q = _py_skip(buf, q, wt)
+            if q > end:
+                return None
+            p = q
+    except (_Malformed, IndexError):
+        return None
+    return name, ts, end
+
+
+def _line_layout(read, a: int, b: int, window: int):
+    """The events of the XLine at ``[a, b)`` of a source read piecewise (``read(p, q)`` -> ``(buf, base)``, the
+    bytes ``[p, q)`` at ``buf[p - base:q - base]``), one window of ``window`` bytes at a time: ``(name,
+    timestamp_ns, position of the first event's key, event payload lengths)`` (uint32), or None when the line
+    is not laid out as fields, then its events one after another, then fields (a line every writer emits) --
+    or when a window holds no whole event: the caller then reads the line whole.
+
+    Each window is split by upb (``events`` as ``repeated bytes``; a window that ends inside an event stops
+    the parse there, the events before it kept) and every event is checked against the bytes -- its key byte,
+    its length varint and where it ends -- so only events that really follow one another are taken.
+    """
+    import numpy as np
+
+    buf, base = read(a, min(b, a + window))
+    head = _line_fields(buf, a - base, min(b, a + window) - base, "", 0, stop_at_event=True)
+    if head is None:
+        return None
+    name, ts, p = head
+    p += base
+    if p >= b:
+        return None  # no event within the first window
+    first = p
+    split = _line_split_class()
+    lengths = []
+    while p < b:
+        q = min(b, p + window)
+        buf, base = read(p, q)
+        d = np.frombuffer(buf, np.uint8)
+        if d[p - base] != _EVENT_TAG:
+            break  # the fields after the events
+        msg = split()
+        try:
+            msg.MergeFromString(memoryview(buf)[p - base : q - base])
+        except (DecodeError, RuntimeError, ValueError):
+            pass  # a window that ends inside an event: the events before it were kept
+        lens = np.fromiter(map(len, msg.events), np.int64, count=len(msg.events))
+        del msg
+        if not lens.size:
+            return None
+        heads = _event_heads(lens)
+        tagpos = np.empty(lens.size, np.int64)
+        tagpos[0] = p - base
+        np.cumsum((heads + lens)[:-1], out=tagpos[1:])
+        tagpos[1:] += p - base
+        ends = tagpos + heads + lens
+        ok = ends <= q - base
+        ok[ok] &= d[tagpos[ok]] == _EVENT_TAG
+        try:
+            v, after = _np_varint(d, np.minimum(tagpos + 1, q - base - 1))
+        except _Malformed:
+            return None
+        ok &= (v.view(np.int64) == lens) & (after == tagpos + heads)
+        good = lens.size if ok.all() else int(np.argmin(ok))  # the events that follow one another, checked
+        if not good:
+            return None
+        lengths.append(lens[:good].astype(np.uint32))
+        p = int(ends[good - 1]) + base
+        del d, buf
+    if not lengths:
+        return None
+    if p < b:  # the fields after the events: no more events allowed
+        if b - p > window:
+            return None
+        buf, base = read(p, b)
+        tail = _line_fields(buf, p - base, b - base, name, ts, stop_at_event=False)
+        if tail is None:
+            return None
+        name, ts, _ = tail
+    return name, ts, first, np.concatenate(lengths)
+
+
+def _scan_line_windows(read, a: int, b: int, want, chunk: int = _CHUNK, window: int = _WINDOW):
+    """:func:`_scan_line` of the XLine at ``[a, b)`` of a source read piecewise (``read`` as for
+    :func:`_line_layout`): the same chunks, each holding only its own events' bytes (``buf``), so that a line
+    of hundreds of MB is never in memory whole, nor split by upb whole (whose copy of the events takes ~2x the
+    line). Falls back to reading the line whole when :func:`_line_layout` declines it."""
+    import numpy as np
+
+    layout = _line_layout(read, a, b, window)
+    if layout is None:
+        buf, base = read(a, b)
+        yield from _scan_line(buf, a - base, b - base, want, chunk)
+        return
+    name, timestamp_ns, pos, lengths = layout
+    if not -_MAX_TIME_NS < timestamp_ns < _MAX_TIME_NS:
+        raise _Malformed(f"the line's timestamp_ns, {timestamp_ns}, is beyond +-2**61 ps; expected nanoseconds on "
+                         "the trace's clock")
+    for c in range(0, lengths.shape[0], chunk):
+        lens = lengths[c : c + chunk].astype(np.int64)
+        sizes = _event_heads(lens) + lens
+        offs = np.empty(lens.size, np.int64)  # each event's key, from the chunk's first
+        offs[0] = 0
+        np.cumsum(sizes[:-1], out=offs[1:])
+        end = pos + int(offs[-1] + sizes[-1])
+        buf, base = read(pos, end)
+        ends = offs + sizes + (pos - base)
+        starts = ends - lens
+        out = _ScannedLine()
+        out.buf = buf
+        out.name = name
+        out.timestamp_ns = timestamp_ns
+        _scan_events(out, np.frombuffer(buf, np.uint8), starts, ends, want)
+        bad = (out.ev_off <= -_MAX_TIME_PS) | (out.ev_off >= _MAX_TIME_PS) | (out.ev_dur < 0) | \
+            (out.ev_dur >= _MAX_TIME_PS)
+        if bad.any():
+            k = int(np.flatnonzero(bad)[0])
+            raise _Malformed(f"event {c + k} of the line (byte {int(starts[k]) + base - a:,} of the line) has "
+                             f"offset_ps {int(out.ev_off[k])} and duration_ps {int(out.ev_dur[k])}; expected an "
+                             "offset within +-2**61 ps and a duration in [0, 2**61) ps")
+        del lens, sizes, offs, starts, ends, buf
+        pos = end
         yield out
 
 

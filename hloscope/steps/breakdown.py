@@ -48,7 +48,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 if TYPE_CHECKING:
     import numpy as np
@@ -295,29 +295,20 @@ def host_part(events: TraceEvents, info: Mapping[tuple[str, str], tuple],
         by_cat = np.bincount(cell, weights=self_all[ix][inside], minlength=n_win * n_cat).reshape(n_win, n_cat)
         cat_seen = np.bincount(cell, minlength=n_win * n_cat).reshape(n_win, n_cat)
         longest, top = _gaps(u_all, lo, hi, s, e, ix)
-        for k, row in enumerate(w.itertuples(index=False)):
-            wall = int(hi[k] - lo[k])
-            rows.append({
-                "step": int(row.step), "host": str(host), "device": str(device), "device_id": int(device_id),
-                "module": row.module, "source": row.source, "first": False,
-                "start_ps": int(lo[k]), "wall_s": wall / 1e12, "busy_s": busy[k] / 1e12,
-                "idle_s": (wall - busy[k]) / 1e12, "compute_s": compute[k] / 1e12, "memory_s": memory[k] / 1e12,
-                "exposed_comm_s": exposed[k] / 1e12,
-                "other_s": (busy[k] - compute[k] - memory[k] - exposed[k]) / 1e12, "comm_s": comm[k] / 1e12,
-                "overlapped_comm_s": (comm[k] - exposed[k]) / 1e12,
-                "comm_hidden_fraction": (comm[k] - exposed[k]) / comm[k] if comm[k] else float("nan"),
-                "roofline_s": float(roof_w[k]) if not unknown_roof[k] or roof_w[k] else float("nan"),
-                "roofline_fraction": float("nan"), "events": int(n_events[k]),
-                "late_start_s": (int(first[k]) - int(lo[k])) / 1e12 if n_events[k] else float("nan"),
-                "finish_s": (int(finish[k]) - int(lo[k])) / 1e12 if n_events[k] else float("nan"),
-                "longest_gap_s": longest[k] / 1e12,
-                "by_category_s": {str(cat_names[j]): float(by_cat[k, j]) / 1e12 for j in np.flatnonzero(cat_seen[k])},
-            })
+        if n_win:  # one row per window, as column arrays (the same numbers as per-row Python arithmetic)
+            rows.append(_window_rows(w, str(host), str(device), int(device_id), lo, hi, busy, compute, memory,
+                                     exposed, comm, roof_w, unknown_roof, n_events, first, finish, longest,
+                                     [str(c) for c in cat_names], by_cat, cat_seen))
         steps_of = w["step"].tolist()
         gap_rows.extend((int(steps_of[k]), str(host), str(device), int(device_id), g0, g1 - g0, before, after)
                         for k, g0, g1, before, after in top)
     part_columns = ["start_ps" if c == "start_s" else c for c in STEP_COLUMNS]
-    steps = pd.DataFrame(rows, columns=part_columns)
+    if rows:
+        steps = pd.DataFrame({c: (np.concatenate([r[c] for r in rows]) if isinstance(rows[0][c], np.ndarray)
+                                  else [v for r in rows for v in r[c]]) for c in part_columns}, columns=part_columns)
+    else:
+        steps = pd.DataFrame([], columns=part_columns)
+    del rows
     if len(steps):
         first_step = steps.groupby(["host", "device", "device_id"], sort=False)["start_ps"].transform("min")
         steps["first"] = (steps["start_ps"] == first_step) & (steps["source"] != "trace")
@@ -555,6 +546,40 @@ def _op_info(info: Mapping[tuple[str, str], tuple], names: list[tuple[str, str]]
         category[k] = "collective" if comm[k] else cat
     return {"comm": comm, "container": container, "bound": bound, "roofline_per_event_s": roof,
             "category": category}
+
+
+def _window_rows(w: pd.DataFrame, host: str, device: str, device_id: int, lo, hi, busy, compute, memory, exposed,
+                 comm, roof_w, unknown_roof, n_events, first, finish, longest, cat_names: list[str], by_cat,
+                 cat_seen) -> dict[str, Any]:
+    """The step rows of one device's windows ``w`` as columns (numpy arrays; lists for strings and the
+    ``by_category_s`` dicts): int64 times in ps from :func:`host_part`, seconds as ``ps / 1e12`` in float64 --
+    the values a per-window ``int`` / ``float`` computation gives, without a Python dict per window."""
+    import numpy as np
+
+    n = len(lo)
+    wall = hi - lo
+    has = n_events > 0
+    nan = np.full(n, np.nan)
+    with np.errstate(all="ignore"):
+        hidden = np.where(comm != 0, (comm - exposed) / np.where(comm != 0, comm, 1), np.nan)
+        late = np.where(has, (first - lo) / 1e12, np.nan)
+        done = np.where(has, (finish - lo) / 1e12, np.nan)
+    at, cat = np.nonzero(cat_seen)  # by window, then category: the order of each window's dict
+    values = (by_cat[at, cat] / 1e12).tolist()
+    names = [cat_names[j] for j in cat.tolist()]
+    bounds = np.searchsorted(at, np.arange(n + 1)).tolist()
+    return {
+        "step": np.array([int(v) for v in w["step"].tolist()], np.int64), "host": [host] * n,
+        "device": [device] * n, "device_id": np.full(n, device_id, np.int64), "module": w["module"].tolist(),
+        "source": w["source"].tolist(), "first": np.zeros(n, bool), "start_ps": lo.astype(np.int64),
+        "wall_s": wall / 1e12, "busy_s": busy / 1e12, "idle_s": (wall - busy) / 1e12, "compute_s": compute / 1e12,
+        "memory_s": memory / 1e12, "exposed_comm_s": exposed / 1e12,
+        "other_s": (busy - compute - memory - exposed) / 1e12, "comm_s": comm / 1e12,
+        "overlapped_comm_s": (comm - exposed) / 1e12, "comm_hidden_fraction": hidden,
+        "roofline_s": np.where((unknown_roof == 0) | (roof_w != 0), roof_w, np.nan), "roofline_fraction": nan,
+        "events": n_events.astype(np.int64), "late_start_s": late, "finish_s": done, "longest_gap_s": longest / 1e12,
+        "by_category_s": [dict(zip(names[a:b], values[a:b])) for a, b in zip(bounds[:-1], bounds[1:])],
+    }
 
 
 def _gaps(u_all: tuple[np.ndarray, np.ndarray], lo: np.ndarray, hi: np.ndarray, s: np.ndarray, e: np.ndarray,
