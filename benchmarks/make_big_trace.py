@@ -55,6 +55,8 @@ import sys
 import time
 from pathlib import Path
 
+from make_pod_run import _enc_varint  # (protobuf varint; benchmarks/ is on the path when run as a script)
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 
@@ -138,19 +140,6 @@ def _stop_direct(logdir: Path) -> None:
     run = logdir / "plugins" / "profile" / time.strftime("%Y_%m_%d_%H_%M_%S")
     run.mkdir(parents=True, exist_ok=True)
     (run / f"{socket.gethostname()}.xplane.pb").write_bytes(data)
-
-
-def _varint(n: int) -> bytes:
-    """``n`` (>= 0) as a protobuf varint."""
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
 
 
 def tile_xspace(src: Path, dst: Path, copies: int) -> int:
@@ -244,7 +233,7 @@ def tile_xspace(src: Path, dst: Path, copies: int) -> int:
                     parts.append(rep.SerializeToString())  # only events: concatenating appends them
                     del rep, events
                 size = sum(map(len, parts))
-                lines.append([b"\x1a" + _varint(size)] + parts)
+                lines.append([b"\x1a" + _enc_varint(size)] + parts)
                 del parts, base
             rest = schema.XPlane()
             rest.CopyFrom(plane)
@@ -256,7 +245,7 @@ def tile_xspace(src: Path, dst: Path, copies: int) -> int:
                         setattr(st, field, getattr(st, field) + (copies - 1) * period_ps // 1000)
             rest_bytes = rest.SerializeToString()
             size = len(rest_bytes) + sum(len(p) for parts in lines for p in parts)
-            out.write(b"\x0a" + _varint(size))
+            out.write(b"\x0a" + _enc_varint(size))
             out.write(rest_bytes)
             for parts in lines:
                 out.writelines(parts)

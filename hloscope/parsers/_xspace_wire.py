@@ -283,19 +283,7 @@ def _scan_line(buf, a: int, b: int, want, chunk: int = _CHUNK):
         raise _Malformed(f"the line's timestamp_ns, {timestamp_ns}, is beyond +-2**61 ps; expected nanoseconds on "
                          "the trace's clock")
     for c in range(0, starts.shape[0], chunk):
-        out = _ScannedLine()
-        out.buf = buf
-        out.name = name
-        out.timestamp_ns = timestamp_ns
-        _scan_events(out, d, starts[c : c + chunk], ends[c : c + chunk], want)
-        bad = (out.ev_off <= -_MAX_TIME_PS) | (out.ev_off >= _MAX_TIME_PS) | (out.ev_dur < 0) | \
-            (out.ev_dur >= _MAX_TIME_PS)
-        if bad.any():
-            k = int(np.flatnonzero(bad)[0])
-            raise _Malformed(f"event {c + k} of the line (byte {int(starts[c + k]) - a:,} of the line) has offset_ps "
-                             f"{int(out.ev_off[k])} and duration_ps {int(out.ev_dur[k])}; expected an offset "
-                             "within +-2**61 ps and a duration in [0, 2**61) ps")
-        yield out
+        yield _scanned_chunk(buf, name, timestamp_ns, d, starts[c : c + chunk], ends[c : c + chunk], want, c, -a)
 
 
 #: Bytes of a line read at a time by :func:`_scan_line_windows` to find its events (upb splits each window).
@@ -439,21 +427,32 @@ def _scan_line_windows(read, a: int, b: int, want, chunk: int = _CHUNK, window: 
         buf, base = read(pos, end)
         ends = offs + sizes + (pos - base)
         starts = ends - lens
-        out = _ScannedLine()
-        out.buf = buf
-        out.name = name
-        out.timestamp_ns = timestamp_ns
-        _scan_events(out, np.frombuffer(buf, np.uint8), starts, ends, want)
-        bad = (out.ev_off <= -_MAX_TIME_PS) | (out.ev_off >= _MAX_TIME_PS) | (out.ev_dur < 0) | \
-            (out.ev_dur >= _MAX_TIME_PS)
-        if bad.any():
-            k = int(np.flatnonzero(bad)[0])
-            raise _Malformed(f"event {c + k} of the line (byte {int(starts[k]) + base - a:,} of the line) has "
-                             f"offset_ps {int(out.ev_off[k])} and duration_ps {int(out.ev_dur[k])}; expected an "
-                             "offset within +-2**61 ps and a duration in [0, 2**61) ps")
+        out = _scanned_chunk(buf, name, timestamp_ns, np.frombuffer(buf, np.uint8), starts, ends, want, c, base - a)
         del lens, sizes, offs, starts, ends, buf
         pos = end
         yield out
+
+
+def _scanned_chunk(buf, name: str, timestamp_ns: int, d, starts, ends, want, first: int,
+                   to_line: int) -> _ScannedLine:
+    """The ``_ScannedLine`` of the events whose payloads are ``d[starts[i]:ends[i]]``, events ``first``, ``first +
+    1``, ... of the line; raises ``_Malformed`` for an offset or duration out of range, naming the event and its
+    byte in the line (``starts[i] + to_line``)."""
+    import numpy as np
+
+    out = _ScannedLine()
+    out.buf = buf
+    out.name = name
+    out.timestamp_ns = timestamp_ns
+    _scan_events(out, d, starts, ends, want)
+    bad = (out.ev_off <= -_MAX_TIME_PS) | (out.ev_off >= _MAX_TIME_PS) | (out.ev_dur < 0) | \
+        (out.ev_dur >= _MAX_TIME_PS)
+    if bad.any():
+        k = int(np.flatnonzero(bad)[0])
+        raise _Malformed(f"event {first + k} of the line (byte {int(starts[k]) + to_line:,} of the line) has "
+                         f"offset_ps {int(out.ev_off[k])} and duration_ps {int(out.ev_dur[k])}; expected an "
+                         "offset within +-2**61 ps and a duration in [0, 2**61) ps")
+    return out
 
 
 def _scan_events(out: _ScannedLine, d, starts, ends, want) -> None:
