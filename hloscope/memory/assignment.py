@@ -25,6 +25,7 @@ as much or more (fragmentation); ``compiled.memory_analysis().temp_size_in_bytes
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -68,6 +69,10 @@ class Assignment:
     peak_time: int
 
 
+#: Above any time index (the ``bisect`` bound for "every range starting at or before t").
+_AFTER_ALL = float("inf")
+
+
 def _interferes(a: Buffer, b: Buffer) -> bool:
     if a.start > b.end or b.start > a.end:
         return False
@@ -78,6 +83,43 @@ def _interferes(a: Buffer, b: Buffer) -> bool:
     return True
 
 
+class _Anchors:
+    """The live range of the first buffer of each reusable allocation (in ``reusable`` order), to skip the
+    allocations that certainly refuse a buffer: one whose first buffer's range overlaps the buffer's by more
+    than a shared end point makes ``_interferes`` true, so ``try_assign`` would refuse. XLA tries every
+    reusable allocation in turn; on modules with many live-out buffers nearly every try fails on that first
+    buffer (the corpus's mixtral: 13 million tries), which numpy rules out for all allocations at once."""
+
+    __slots__ = ("indices", "starts", "ends", "_n")
+
+    def __init__(self) -> None:
+        import numpy as np
+
+        self.indices = np.zeros(64, np.int64)
+        self.starts = np.zeros(64, np.int64)
+        self.ends = np.zeros(64, np.int64)
+        self._n = 0
+
+    def add(self, index: int, first: Buffer) -> None:
+        import numpy as np
+
+        n = self._n
+        if n == len(self.indices):
+            self.indices, self.starts, self.ends = (np.concatenate([a, np.zeros_like(a)])
+                                                    for a in (self.indices, self.starts, self.ends))
+        self.indices[n], self.starts[n], self.ends[n] = index, first.start, first.end
+        self._n = n + 1
+
+    def candidates(self, b: Buffer) -> list[int]:
+        """The allocation indices, last added first, minus those whose first buffer surely interferes with b."""
+        n = self._n
+        if n < 16:  # (few: numpy costs more than it saves)
+            return self.indices[:n][::-1].tolist()
+        starts, ends = self.starts[:n], self.ends[:n]
+        sure = (starts <= b.end) & (b.start <= ends) & (ends != b.start) & (starts != b.end)
+        return self.indices[:n][~sure][::-1].tolist()
+
+
 def assign_buffers(liveness: Liveness) -> Assignment:
     """Assign every buffer of ``liveness`` to an allocation or to the temp set (module docstring)."""
     buffers = liveness.buffers
@@ -85,7 +127,21 @@ def assign_buffers(liveness: Liveness) -> Assignment:
     allocations: list[Allocation] = []
     allocation_of: dict[int, int] = {}
     reusable: list[int] = []  # allocation indices, largest first
+    anchors = _Anchors()  # the first buffer of each reusable allocation, for skipping sure refusals
     temps: list[int] = []
+
+    # Per allocation, its buffers' live ranges sorted by (start, end). No two ranges of one allocation overlap
+    # but at a shared end point (``_interferes`` admits nothing else), so their ends are sorted too, and the
+    # ranges a buffer can touch are one run of them, found by bisection: the answer of testing every buffer of
+    # the allocation, without walking them all (gemma2: 770,000 tests for 5,600 tries).
+    ranges: dict[int, tuple[list[tuple[int, int]], list[int], list[int]]] = {}
+
+    def add_range(index: int, b: Buffer) -> None:
+        keys, ends, ids = ranges.setdefault(index, ([], [], []))
+        at = bisect_right(keys, (b.start, b.end))
+        keys.insert(at, (b.start, b.end))
+        ends.insert(at, b.end)
+        ids.insert(at, b.id)
 
     def try_assign(index: int, b: Buffer) -> bool:
         alloc = allocations[index]
@@ -94,12 +150,16 @@ def assign_buffers(liveness: Liveness) -> Assignment:
         if b.live_out and alloc.size_bytes != b.size_bytes:
             return False
         copied = liveness.copies_of.get(b.id, ())
-        for other in alloc.buffers:
-            if other in copied or _interferes(buffers[other], b):
+        if copied and any(other in copied for other in alloc.buffers):
+            return False
+        keys, ends, ids = ranges[index]
+        for k in range(bisect_left(ends, b.start), bisect_right(keys, (b.end, _AFTER_ALL))):
+            if _interferes(buffers[ids[k]], b):
                 return False
         alloc.buffers.append(b.id)
         alloc.live_out |= b.live_out
         allocation_of[b.id] = index
+        add_range(index, b)
         return True
 
     for b in order:
@@ -113,6 +173,8 @@ def assign_buffers(liveness: Liveness) -> Assignment:
                                           readonly=not b.aliased_parameter))
             if b.aliased_parameter:
                 reusable.append(len(allocations) - 1)
+                anchors.add(len(allocations) - 1, b)
+                add_range(len(allocations) - 1, b)
             continue
         if b.is_tuple_table and not b.live_out:
             if not liveness.tiled:  # XLA:CPU packs these index tables into the temp allocation; XLA:TPU
@@ -131,7 +193,7 @@ def assign_buffers(liveness: Liveness) -> Assignment:
                 done = True
                 break
         if not done:
-            for index in reversed(reusable):
+            for index in anchors.candidates(b):  # (reversed(reusable) without those sure to refuse b)
                 if try_assign(index, b):
                     done = True
                     break
@@ -143,6 +205,8 @@ def assign_buffers(liveness: Liveness) -> Assignment:
         allocation_of[b.id] = len(allocations)
         allocations.append(Allocation("output", b.size_bytes, [b.id], True))
         reusable.append(len(allocations) - 1)
+        anchors.add(len(allocations) - 1, b)
+        add_range(len(allocations) - 1, b)
     temp_bytes, peak_time = _peak(liveness, temps, 1 if liveness.tiled else CPU_ALIGNMENT_BYTES)
     return Assignment(allocations, temps, temp_bytes, peak_time)
 
