@@ -6,6 +6,9 @@ import os
 from pathlib import Path
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
+# Tests that make deviceless TPU topologies themselves (not through hloscope.compile, which sets it) would
+# otherwise fail on libtpu's /tmp/libtpu_lockfile when two xdist workers load libtpu at once; no TPU is driven.
+os.environ.setdefault("ALLOW_MULTIPLE_LIBTPU_LOAD", "1")
 
 import pytest  # noqa: E402
 
