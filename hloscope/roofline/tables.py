@@ -245,15 +245,16 @@ def _module_columns(mc: ModuleCost, chip: ChipSpec, per_chip: int, measured: Map
     hbm = list(map(add, reads, writes))
     work_f = np.fromiter(work, float, count)
     hbm_f = np.fromiter(hbm, float, count)
-    scorer = _Scorer(chip, module, within_chip)
+    scorer = _RowLookups(module)
     dtypes = [scorer.dtype(i, r.computation) for i, r in zip(insts, rows)]
     peaks = {d: chip.peak_flops_for(d) for d in set(dtypes)}
     peak = np.fromiter((peaks[d][0] for d in dtypes), float, count)
     # Rows numpy scores: no cost flag (precision passes, caveats), no wire bytes (link choice), and inputs
-    # whose Python arithmetic the float columns reproduce exactly (finite, below 2**53).
+    # whose Python arithmetic the float columns reproduce exactly (finite, below 2**53; not negative, where
+    # score()'s max with the 0.0 comm time would differ from the max of two).
     simple = ((np.fromiter(map(_not_any, map(_FLAGS, costs)), bool, count))
               & (np.fromiter(comms, float, count) == 0)
-              & (np.abs(work_f) < _EXACT_INT) & (np.abs(hbm_f) < _EXACT_INT)
+              & (work_f >= 0) & (hbm_f >= 0) & (work_f < _EXACT_INT) & (hbm_f < _EXACT_INT)
               & (np.abs(np.fromiter(flops, float, count)) < _EXACT_INT)
               & (np.abs(np.fromiter(trans, float, count)) < _EXACT_INT))
     compute_s = work_f / peak  # score(): (passes * flops + transcendentals) / peak, passes = 1
@@ -296,13 +297,13 @@ def _not_any(flags: frozenset) -> bool:
     return not flags
 
 
-class _Scorer:
+class _RowLookups:
     """Memoized ``op_dtype``, ``category`` and shape texts of the rows of one module (a module repeats them:
     the same elementwise op on the same shape, layer after layer)."""
 
     __slots__ = ("module", "_dtypes", "_kinds", "_categories")
 
-    def __init__(self, chip: ChipSpec, module, within_chip: bool) -> None:
+    def __init__(self, module) -> None:
         self.module = module
         self._dtypes: dict = {}
         self._kinds: dict = {}
