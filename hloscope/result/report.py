@@ -160,6 +160,10 @@ class Report(ReportAssertions):
         }
 
     def to_json(self, indent: int | None = 1) -> str:
+        if indent == 1:  # (the default: the same text as json.dumps, printed faster; result/_json_text.py)
+            from hloscope.result._json_text import dumps_indent1
+
+            return dumps_indent1(self.to_dict())
         return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
 
     def to_csv(self) -> str:
