@@ -55,10 +55,12 @@ import sys
 import time
 from pathlib import Path
 
-from make_pod_run import _enc_varint  # (protobuf varint; benchmarks/ is on the path when run as a script)
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
+sys.path.insert(0, str(REPO / "fixtures"))
+
+from protowire import encode_varint  # noqa: E402  (the wire format, shared with the fixture scripts)
 
 DIMS = {"batch": 8, "seq": 32, "d_model": 64, "n_heads": 4, "d_head": 16, "d_ff": 256}
 RECIPE = 1  # bump when record() changes what is captured: the cache key hashes it, DIMS, the model and jax
@@ -233,7 +235,7 @@ def tile_xspace(src: Path, dst: Path, copies: int) -> int:
                     parts.append(rep.SerializeToString())  # only events: concatenating appends them
                     del rep, events
                 size = sum(map(len, parts))
-                lines.append([b"\x1a" + _enc_varint(size)] + parts)
+                lines.append([b"\x1a" + encode_varint(size)] + parts)
                 del parts, base
             rest = schema.XPlane()
             rest.CopyFrom(plane)
@@ -245,7 +247,7 @@ def tile_xspace(src: Path, dst: Path, copies: int) -> int:
                         setattr(st, field, getattr(st, field) + (copies - 1) * period_ps // 1000)
             rest_bytes = rest.SerializeToString()
             size = len(rest_bytes) + sum(len(p) for parts in lines for p in parts)
-            out.write(b"\x0a" + _enc_varint(size))
+            out.write(b"\x0a" + encode_varint(size))
             out.write(rest_bytes)
             for parts in lines:
                 out.writelines(parts)
@@ -266,11 +268,9 @@ def record(logdir: Path, layers: int, steps: int, unroll: bool, direct: bool = F
     """
     if "jax" in sys.modules:
         raise RuntimeError("record() must run in a process that has not imported jax yet")
-    os.environ["JAX_PLATFORMS"] = "cpu"
-    flags = os.environ.get("XLA_FLAGS", "")
-    if "--xla_force_host_platform_device_count" not in flags:
-        os.environ["XLA_FLAGS"] = (flags + " --xla_force_host_platform_device_count=8").strip()
-    sys.path.insert(0, str(REPO / "fixtures"))
+    from host_devices import use_host_cpu_devices  # (fixtures/ is on the path: see the imports)
+
+    use_host_cpu_devices(8)
     import functools
 
     import jax

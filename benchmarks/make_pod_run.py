@@ -67,6 +67,9 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
+sys.path.insert(0, str(REPO / "fixtures"))
+
+from protowire import encode_varint, fields  # noqa: E402  (the wire format, shared with the fixture scripts)
 SOURCES = {"slow": REPO / "fixtures" / "profile" / "cpu_multihost_slow",
            "normal": REPO / "fixtures" / "profile" / "cpu_multihost"}
 DEVICE_ID_STRIDE = 2048  # jax CPU device ids: 2048 * process_index + local ordinal
@@ -78,63 +81,16 @@ TIME_PLANE_STATS = ("profile_start_time", "profile_stop_time")
 # ---------------------------------------------------------------- protobuf wire format
 
 
-def _varint(b, i):
-    v = shift = 0
-    while True:
-        c = b[i]
-        i += 1
-        v |= (c & 0x7F) << shift
-        if c < 0x80:
-            return v, i
-        shift += 7
-
-
-def _enc_varint(v):
-    v &= (1 << 64) - 1  # negative int64: two's complement, 10 bytes
-    out = bytearray()
-    while True:
-        c = v & 0x7F
-        v >>= 7
-        if v:
-            out.append(c | 0x80)
-        else:
-            out.append(c)
-            return bytes(out)
-
-
 def _signed(v):
     return v - (1 << 64) if v >= 1 << 63 else v
 
 
-def _fields(b):
-    """(field number, wire type, value, raw bytes of the whole field) for each field of a message."""
-    i, n = 0, len(b)
-    while i < n:
-        start = i
-        key, i = _varint(b, i)
-        fno, wt = key >> 3, key & 7
-        if wt == 0:
-            val, i = _varint(b, i)
-        elif wt == 1:
-            val, i = b[i:i + 8], i + 8
-        elif wt == 2:
-            ln, i = _varint(b, i)
-            val, i = b[i:i + ln], i + ln
-        elif wt == 5:
-            val, i = b[i:i + 4], i + 4
-        else:
-            raise ValueError(f"unsupported wire type {wt} at byte {start}")
-        if i > n:
-            raise ValueError("truncated message")
-        yield fno, wt, val, b[start:i]
-
-
 def _len_field(fno, payload):
-    return _enc_varint(fno << 3 | 2) + _enc_varint(len(payload)) + bytes(payload)
+    return encode_varint(fno << 3 | 2) + encode_varint(len(payload)) + bytes(payload)
 
 
 def _varint_field(fno, v):
-    return _enc_varint(fno << 3) + _enc_varint(v)
+    return encode_varint(fno << 3) + encode_varint(v)
 
 
 # XSpace: planes=1, hostnames=4.  XPlane: name=2, lines=3, stat_metadata=5 (map<int64, XStatMetadata>:
@@ -144,14 +100,14 @@ def _varint_field(fno, v):
 
 def _stat_names(plane):
     names = {}
-    for fno, wt, val, _ in _fields(plane):
+    for fno, wt, val, _ in fields(plane):
         if fno == 5 and wt == 2:
             key, name = None, None
-            for f2, w2, v2, _ in _fields(val):
+            for f2, w2, v2, _ in fields(val):
                 if f2 == 1 and w2 == 0:
                     key = _signed(v2)
                 elif f2 == 2 and w2 == 2:
-                    for f3, w3, v3, _ in _fields(v2):
+                    for f3, w3, v3, _ in fields(v2):
                         if f3 == 2 and w3 == 2:
                             name = bytes(v3).decode("utf-8", "replace")
             if key is not None and name is not None:
@@ -162,7 +118,7 @@ def _stat_names(plane):
 def _rewrite_stat(stat, fn):
     """fn(value) -> new value for the stat's uint64/int64 value; other stats unchanged."""
     out = bytearray()
-    for fno, wt, val, raw in _fields(stat):
+    for fno, wt, val, raw in fields(stat):
         if fno in (3, 4) and wt == 0:
             new = fn(_signed(val) if fno == 4 else val)
             out += _varint_field(fno, new)
@@ -172,7 +128,7 @@ def _rewrite_stat(stat, fn):
 
 
 def _stat_id(stat):
-    for fno, wt, val, _ in _fields(stat):
+    for fno, wt, val, _ in fields(stat):
         if fno == 1 and wt == 0:
             return _signed(val)
     return 0
@@ -181,7 +137,7 @@ def _stat_id(stat):
 def _rewrite_stats_in(msg, stats_field, stat_fns):
     """Rewrite the XStats of a message (field stats_field) whose metadata id is in stat_fns."""
     out = bytearray()
-    for fno, wt, val, raw in _fields(msg):
+    for fno, wt, val, raw in fields(msg):
         if fno == stats_field and wt == 2 and _stat_id(val) in stat_fns:
             out += _len_field(fno, _rewrite_stat(val, stat_fns[_stat_id(val)]))
         else:
@@ -192,7 +148,7 @@ def _rewrite_stats_in(msg, stats_field, stat_fns):
 def _rewrite_line(line, event_stat_fns):
     """The XLine with its events' stats rewritten (XLine.events = 4, XEvent.stats = 4)."""
     out = bytearray()
-    for fno, wt, val, raw in _fields(line):
+    for fno, wt, val, raw in fields(line):
         if fno == 4 and wt == 2 and event_stat_fns:
             out += _len_field(4, _rewrite_stats_in(val, 4, event_stat_fns))
         else:
@@ -212,7 +168,7 @@ def _rewrite_plane(plane, shift_ns, remap_device, remap_partition):
     plane_fns = {sid: (lambda v: v + shift_ns) for sid, n in names.items() if n in TIME_PLANE_STATS} \
         if shift_ns else {}
     out = bytearray()
-    for fno, wt, val, raw in _fields(plane):
+    for fno, wt, val, raw in fields(plane):
         if fno == 3 and wt == 2 and event_fns:
             out += _len_field(3, _rewrite_line(val, event_fns))
         elif fno == 6 and wt == 2 and _stat_id(val) in plane_fns:
@@ -234,7 +190,7 @@ def rewrite_xspace(raw, *, shift_ns=0, host_index=None, src_process=0, local_dev
     b = memoryview(raw)
     out = bytearray()
     wrote_host = False
-    for fno, wt, val, field_raw in _fields(b):
+    for fno, wt, val, field_raw in fields(b):
         if fno == 1 and wt == 2:
             out += _len_field(1, _rewrite_plane(val, shift_ns, remap_device, remap_partition))
         elif fno == 4 and wt == 2 and hostname is not None:
