@@ -60,6 +60,20 @@ def modules_by_name(report: Any) -> dict[str, HloModule]:
     return {m.name: m for m in getattr(report, "hlo_modules", None) or ()}
 
 
+def row_instruction(modules: dict[str, HloModule], row: Any
+                    ) -> tuple[HloModule, HloComputation, HloInstruction] | None:
+    """The module, computation and instruction an ops-table row names; None when the report holds no such
+    module (a trace op without HLO) or the names are not in it."""
+    module = modules.get(row["module"])
+    if module is None:
+        return None
+    try:
+        comp = module.computation(row["computation"])
+        return module, comp, comp.instruction(row["instruction"])
+    except KeyError:
+        return None
+
+
 def is_scheduled(module: HloModule) -> bool:
     """``is_scheduled=true`` in the module header: XLA's optimized, scheduled module (fusion decisions made, the
     printed order the run order). Before optimization, unfused elementwise ops and the printed order say nothing

@@ -23,7 +23,8 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from hloscope.advice._common import SIGNIFICANT_SHARE, Advice, dot_in, modules_by_name, shares, users
+from hloscope.advice._common import (SIGNIFICANT_SHARE, Advice, dot_in, modules_by_name, row_instruction, shares,
+                                     users)
 from hloscope.units import duration
 
 if TYPE_CHECKING:
@@ -52,14 +53,10 @@ def advise(report: Report) -> list[Advice]:
     pick = (ops["category"] == "collective") & (ops["bound"] == "communication") & (share >= SIGNIFICANT_SHARE)
     for i in ops.index[pick]:
         r = ops.loc[i]
-        module = modules.get(r["module"])
-        if module is None:
+        named = row_instruction(modules, r)
+        if named is None:
             continue
-        comp = module.computation(r["computation"])
-        try:
-            inst = comp.instruction(r["instruction"])
-        except KeyError:
-            continue
+        module, comp, inst = named
         found = _matmul_beside(module, comp, inst, ops, by_name)
         comm_s = float(r["comm_s"])
         if found is not None:

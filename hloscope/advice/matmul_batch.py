@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from hloscope.advice._common import SIGNIFICANT_SHARE, Advice, dot_in, modules_by_name, shares
+from hloscope.advice._common import SIGNIFICANT_SHARE, Advice, dot_in, modules_by_name, row_instruction, shares
 from hloscope.units import duration
 
 if TYPE_CHECKING:
@@ -44,13 +44,10 @@ def advise(report: Report) -> list[Advice]:
     pick = (ops["category"] == "matmul") & (ops["bound"] == "memory") & (share >= SIGNIFICANT_SHARE)
     for i in ops.index[pick]:
         r = ops.loc[i]
-        module = modules.get(r["module"])
-        if module is None:
+        found = row_instruction(modules, r)
+        if found is None:
             continue
-        try:
-            inst = module.computation(r["computation"]).instruction(r["instruction"])
-        except KeyError:
-            continue
+        module, _, inst = found
         mm = dot_in(module, r["computation"], inst)
         ic = float(r["critical_intensity"])
         if mm is None or not ic > 0:
