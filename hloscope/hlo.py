@@ -474,18 +474,6 @@ class HloInstruction:
                     return value
         return self.attributes.get(key, default)
 
-    def attribute_text_of(self, key: str) -> str | None:
-        """The raw printed value of attribute ``key`` (``"kLoop"`` for ``kind``), ``""`` when absent, or None
-        when it cannot be read without decoding every attribute (then read ``attributes``). Used where one
-        plain attribute of many instructions is read (fusion kinds for the ops table)."""
-        if self._decoded is not None:
-            return None
-        alone = getattr(self._decoder, "attribute_value", None)
-        if alone is None:
-            return None
-        known, value = alone(self, key)
-        return value if known else None
-
     @property
     def backend_config_text(self) -> str:
         return self._decode().backend_config_text

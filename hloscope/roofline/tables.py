@@ -52,13 +52,7 @@ _MOVE = frozenset(
 _FUSED_MATMUL = frozenset({"dot", "convolution"})
 
 
-def _string_value(text: str) -> str:
-    from hloscope.parsers._hlo_re import string_value
-
-    return string_value(text)
-
-
-def category(inst, module, kind: str | None = None) -> str:
+def category(inst, module) -> str:
     """``matmul`` (dot, convolution, or a fusion holding one), ``fusion:<kind>``, ``collective``,
     ``data-movement``, ``control``, ``custom-call``, ``reduction``, ``fft`` or ``elementwise``.
 
@@ -67,9 +61,6 @@ def category(inst, module, kind: str | None = None) -> str:
     ``jnp.fft.fft`` as one ``fft`` instruction (tests/roofline/test_category.py); libtpu lowers it to fusions
     holding dots (checked: ``jnp.fft.fft`` on ``c64[8,64]`` compiled deviceless for TPU v5e), which are
     ``matmul``.
-
-    ``kind``: a fusion's raw printed ``kind`` when the caller has it (``""``: not printed), else it is read
-    from the decoded attributes.
     """
     op = inst.opcode
     if op in ("dot", "convolution", "ragged-dot"):
@@ -80,9 +71,7 @@ def category(inst, module, kind: str | None = None) -> str:
         for name in inst.called_computations.get("calls", ()):
             if not _FUSED_MATMUL.isdisjoint(module.computation(name).opcode_set):  # (builds no instruction)
                 return "matmul"
-        if kind is None:
-            return f"fusion:{inst.attributes.get('kind', '?')}"
-        return f"fusion:{_string_value(kind) if kind else '?'}"
+        return f"fusion:{inst.attribute('kind', '?')}"
     if op in _COLLECTIVE or op.startswith(("all-", "reduce-scatter", "collective-")):
         return "collective"
     if op in _MOVE:
@@ -245,6 +234,9 @@ def _module_columns(mc: ModuleCost, chip: ChipSpec, per_chip: int, measured: Map
     hbm = list(map(add, reads, writes))
     work_f = np.fromiter(work, float, count)
     hbm_f = np.fromiter(hbm, float, count)
+    flops_f = np.fromiter(flops, float, count)
+    trans_f = np.fromiter(trans, float, count)
+    comms_f = np.fromiter(comms, float, count)
     scorer = _RowLookups(module)
     dtypes = [scorer.dtype(i, r.computation) for i, r in zip(insts, rows)]
     peaks = {d: chip.peak_flops_for(d) for d in set(dtypes)}
@@ -253,10 +245,9 @@ def _module_columns(mc: ModuleCost, chip: ChipSpec, per_chip: int, measured: Map
     # whose Python arithmetic the float columns reproduce exactly (finite, below 2**53; not negative, where
     # score()'s max with the 0.0 comm time would differ from the max of two).
     simple = ((np.fromiter(map(_not_any, map(_FLAGS, costs)), bool, count))
-              & (np.fromiter(comms, float, count) == 0)
+              & (comms_f == 0)
               & (work_f >= 0) & (hbm_f >= 0) & (work_f < _EXACT_INT) & (hbm_f < _EXACT_INT)
-              & (np.abs(np.fromiter(flops, float, count)) < _EXACT_INT)
-              & (np.abs(np.fromiter(trans, float, count)) < _EXACT_INT))
+              & (np.abs(flops_f) < _EXACT_INT) & (np.abs(trans_f) < _EXACT_INT))
     compute_s = work_f / peak  # score(): (passes * flops + transcendentals) / peak, passes = 1
     memory_s = hbm_f / chip.hbm_bytes_per_s
     comm_s = np.zeros(count)
@@ -278,11 +269,10 @@ def _module_columns(mc: ModuleCost, chip: ChipSpec, per_chip: int, measured: Map
         "category": list(map(scorer.category, insts)),
         "op_name": [md.op_name if md else "" for md in metadata],
         "source": [md.source if md else "" for md in metadata],
-        "executions": n, "flops": np.fromiter(flops, float, count) * n,
-        "transcendentals": np.fromiter(trans, float, count) * n,
+        "executions": n, "flops": flops_f * n, "transcendentals": trans_f * n,
         "hbm_bytes": hbm_f * n, "hbm_read_bytes": np.fromiter(reads, float, count) * n,
         "hbm_write_bytes": np.fromiter(writes, float, count) * n,
-        "wire_bytes": np.fromiter(comms, float, count) * n, "comm_kind": [c.comm_kind for c in costs],
+        "wire_bytes": comms_f * n, "comm_kind": [c.comm_kind for c in costs],
         "group_size": [c.group_size for c in costs], "dtype": dtypes, "intensity": intensity,
         "critical_intensity": critical, "compute_s": compute_s * n, "memory_s": memory_s * n,
         "comm_s": comm_s * n, "roofline_s": roofline_s * n, "bound": bound, "caveats": caveats,
@@ -339,12 +329,10 @@ class _RowLookups:
             if found is None:
                 found = self._categories[opcode] = category(inst, self.module)
             return found
-        key = (inst.called_computations.get("calls", ()), inst.attribute_text_of("kind"))
-        if key[1] is None:
-            return category(inst, self.module)
+        key = (inst.called_computations.get("calls", ()), inst.attribute("kind", "?"))
         found = self._kinds.get(key)
         if found is None:
-            found = self._kinds[key] = category(inst, self.module, key[1])
+            found = self._kinds[key] = category(inst, self.module)
         return found
 
     @staticmethod
