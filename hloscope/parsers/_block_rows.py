@@ -37,8 +37,9 @@ def py_block_rows(src: str, pos: int) -> tuple[int, list[Row]] | None:
     from ``pos`` that starts with ``}`` and ``rows`` holds the ``BLOCK_LINE`` groups of each line before it, in
     order. None when the body needs a closer look: no such line or no line before it, an odd number of ``"``
     (a string left open, or over lines), a line that is not one ``BLOCK_LINE`` (a comment, a blank line, other
-    spacing, a value continued on the next line), or a `` = `` after a line's ``name = `` (a second instruction
-    on the line: ``str.count`` finds more than one a line).
+    spacing, a value continued on the next line), or a `` = `` after a line's ``name = `` that is not inside a
+    string closed on that line (a second instruction on the line; ``second_equals``). A `` = `` inside a string
+    (``backend_config="... = ..."``, as Transformer Engine's custom calls print) is attribute text.
 
     ``pos`` must follow a ``\n`` (``1 <= pos <= len(src)``); raises ``ValueError`` otherwise.
     """
@@ -52,9 +53,36 @@ def py_block_rows(src: str, pos: int) -> tuple[int, list[Row]] | None:
         return None
     rows = BLOCK_LINE.findall(src, pos, stop)
     n = len(rows)
-    if src.count("\n", pos, stop) != n or src.count(" = ", pos, stop) != n:
+    if src.count("\n", pos, stop) != n:
         return None
+    if src.count(" = ", pos, stop) != n:  # more than one a line somewhere: in a string, or a second instruction
+        for line in src[pos:stop].split("\n"):
+            if line.count(" = ") > 1 and second_equals(line, line.index(" = ") + 3):
+                return None
     return stop, rows
+
+
+def second_equals(line: str, start: int) -> bool:
+    """Whether ``line`` (one line, no line break) holds a `` = `` from ``start`` on that is not inside a string
+    closed on the line: outside any ``"``-delimited string (in which ``\\`` escapes the next character, as in
+    XLA's printed strings), or inside one the line leaves open."""
+    in_string = pending = False
+    i, n = start, len(line)
+    while i < n:
+        c = line[i]
+        if in_string:
+            if c == "\\":
+                i += 1
+            elif c == '"':
+                in_string = pending = False
+            elif c == "=" and line[i - 1] == " " and line[i + 1:i + 2] == " ":
+                pending = True
+        elif c == '"':
+            in_string = True
+        elif c == "=" and i > start and line[i - 1] == " " and line[i + 1:i + 2] == " ":
+            return True
+        i += 1
+    return pending
 
 
 def _compiled() -> Callable[[str, int], tuple[int, list[Row]] | None] | None:

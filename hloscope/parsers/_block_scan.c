@@ -7,7 +7,7 @@
  * that starts with '}' and ``rows`` holds one 7-tuple of ``str`` per line before it -- root marker, name
  * sigil, name, shape, opcode, operands, attributes, as ``BLOCK_LINE.findall`` gives them -- or None when there
  * is no such line, no line before it, an odd number of '"' before it, a line that ``BLOCK_LINE`` does not
- * match, or a ' = ' after a line's ``name = ``.
+ * match, or a ' = ' after a line's ``name = `` that is not inside a string closed on the line (``second_equals``).
  *
  * One pass over the text; a line is matched without backtracking, because ``BLOCK_LINE`` has at most one way to
  * match a line (its parts are separated by characters they cannot hold), except that "ROOT " may also begin a
@@ -212,6 +212,31 @@ ALWAYS_INLINE int has_equals(int kind, const void *data, Py_ssize_t i, Py_ssize_
     }
 }
 
+/* ``second_equals`` of _block_rows.py on [i, e): whether a " = " there lies outside every '"'-delimited string
+ * ('\\' escaping the next character inside one), or inside a string the line leaves open. Only asked when
+ * has_equals found one. */
+static int second_equals(int kind, const void *data, Py_ssize_t i, Py_ssize_t e) {
+    int in_string = 0, pending = 0;
+    Py_ssize_t k;
+    for (k = i; k < e; k++) {
+        Py_UCS4 c = CH(k);
+        if (in_string) {
+            if (c == '\\') {
+                k++;
+            } else if (c == '"') {
+                in_string = pending = 0;
+            } else if (c == '=' && CH(k - 1) == ' ' && k + 1 < e && CH(k + 1) == ' ') {
+                pending = 1;
+            }
+        } else if (c == '"') {
+            in_string = 1;
+        } else if (c == '=' && k > i && CH(k - 1) == ' ' && k + 1 < e && CH(k + 1) == ' ') {
+            return 1;
+        }
+    }
+    return pending;
+}
+
 /* Scan the lines from `pos` to the first that starts with '}' (before `length`): append a row per line to `rows`.
  * Returns the position of that '}', -1 when there are no rows to give (the caller returns None), -2 on a Python
  * error. */
@@ -245,9 +270,8 @@ ALWAYS_INLINE Py_ssize_t scan(int kind, const void *data, PyObject *src, Py_ssiz
         } else {
             return -1;
         }
-        /* A second " = " after the name's: str.count, which does not count overlaps, would find more than one a
-         * line. */
-        if (has_equals(kind, data, g.end[2] + 3, e)) {
+        /* A second " = " after the name's, outside a string: a second instruction on the line. */
+        if (has_equals(kind, data, g.end[2] + 3, e) && second_equals(kind, data, g.end[2] + 3, e)) {
             return -1;
         }
         {

@@ -146,8 +146,26 @@ def test_the_rows_are_the_regex_groups(compiled) -> None:
     assert rows == BLOCK_LINE.findall(body)
 
 
-_SPECIALS = [" ", "=", " = ", '"', "(", ")", "%", "}", "{", "\n", "ROOT ", ",", "\t", "\r", "[", ":", "x",
-             "\u00e9", "\u2003", "\U0001f600", "/*", "\n}"]
+_SPECIALS = [" ", "=", " = ", '"', "\\", '=\\"', "(", ")", "%", "}", "{", "\n", "ROOT ", ",", "\t", "\r", "[",
+             ":", "x", "\u00e9", "\u2003", "\U0001f600", "/*", "\n}"]
+
+
+@pytest.mark.parametrize("body, accepted", [
+    # Transformer Engine's custom calls print " = " inside backend_config: attribute text, one instruction.
+    ('  %c = f32[] custom-call(%a), custom_call_target="te", backend_config="{k = 1, j = 2}"\n', True),
+    ('  %c = f32[] custom-call(%a), backend_config="a \\" = \\" b"\n', True),  # escaped quotes inside
+    # A second instruction on the line, after a closed string: refused.
+    ('  %c = f32[] add(%a, %b), x="s = t", %d = f32[] add(%a, %b)\n', False),
+    # A string left open at the line's end (closed on the next line) holding " = ": refused.
+    ('  %c = f32[] custom-call(%a), backend_config="k = 1\n  %d = f32[] copy(%c), x="\n', False),
+])
+def test_equals_inside_a_string(compiled, body: str, accepted: bool) -> None:
+    text = HEADER + body + "}\n"
+    expected = py_block_rows(text, len(HEADER))
+    assert (expected is not None) == accepted
+    assert compiled(text, len(HEADER)) == expected
+    if accepted:
+        assert expected[1] == BLOCK_LINE.findall(body)
 
 
 def test_mutated_real_lines(compiled) -> None:
