@@ -33,7 +33,6 @@ import math
 import re
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from hloscope.compare.rules import Rule, RuleSpec, resolve
@@ -145,7 +144,6 @@ def is_collective(opcode: str, comm_kind: str) -> bool:
 # --------------------------------------------------------------------------------------------------------------
 
 
-@dataclass
 class Diff:
     """Result of ``compare`` (and of ``hloscope.diff``).
 
@@ -166,26 +164,61 @@ class Diff:
         notes: modules on one side only, and other caveats.
         significant: the share of A's roofline time from which an op is ``significant``.
         rules: the rules of ``verdict``.
+
+    The three tables are DataFrames made on first use from the rows ``compare`` built (the verdict and the
+    totals read the rows: the pytest plugin's check makes no DataFrame; three cost ~1.5 ms a test).
     """
 
-    a_label: str
-    b_label: str
-    ops: pd.DataFrame
-    modules: pd.DataFrame
-    collectives: pd.DataFrame
-    chip: ChipSpec
-    notes: list[str] = field(default_factory=list)
-    significant: float = DEFAULT_SIGNIFICANT
-    rules: tuple[Rule, ...] = ()
+    def __init__(self, a_label: str, b_label: str, op_rows: list[dict[str, Any]],
+                 module_rows: list[dict[str, Any]], collective_rows: list[dict[str, Any]], chip: ChipSpec,
+                 notes: list[str] | None = None, significant: float = DEFAULT_SIGNIFICANT,
+                 rules: tuple[Rule, ...] = ()) -> None:
+        self.a_label, self.b_label, self.chip = a_label, b_label, chip
+        self.notes = list(notes or [])
+        self.significant, self.rules = significant, rules
+        self._rows = {"ops": op_rows, "modules": module_rows, "collectives": collective_rows}
+        self._frames: dict[str, pd.DataFrame] = {}
+
+    def __repr__(self) -> str:
+        return (f"Diff(a_label={self.a_label!r}, b_label={self.b_label!r}, ops={len(self._rows['ops'])} rows, "
+                f"modules={len(self._rows['modules'])} rows, chip={self.chip.id!r})")
+
+    def _frame(self, table: str, columns: list[str]) -> pd.DataFrame:
+        frame = self._frames.get(table)
+        if frame is None:
+            import pandas as pd
+
+            frame = self._frames[table] = pd.DataFrame(self._rows[table], columns=columns)
+        return frame
+
+    @property
+    def ops(self) -> pd.DataFrame:
+        return self._frame("ops", OP_DIFF_COLUMNS)
+
+    @property
+    def modules(self) -> pd.DataFrame:
+        return self._frame("modules", MODULE_DIFF_COLUMNS)
+
+    @property
+    def collectives(self) -> pd.DataFrame:
+        return self._frame("collectives", COLLECTIVE_DIFF_COLUMNS)
+
+    def rows(self, table: str) -> list[dict[str, Any]]:
+        """The rows of ``ops``, ``modules`` or ``collectives`` as dicts of Python values, in the table's order
+        (read them, do not change them: the DataFrames are made from them)."""
+        return self._rows[table]
 
     @property
     def changed(self) -> bool:
         """Whether any op or module differs."""
-        return bool((self.ops["status"] != "unchanged").any()) or bool((self.modules["status"] != "paired").any())
+        return (any(r["status"] != "unchanged" for r in self._rows["ops"])
+                or any(m["status"] != "paired" for m in self._rows["modules"]))
 
     def total(self, name: str) -> tuple[float, float]:
-        """``(A, B)``: a module field summed over the modules (NaNs skipped)."""
-        return (float(self.modules[f"{name}_a"].sum()), float(self.modules[f"{name}_b"].sum()))
+        """``(A, B)``: a module field summed over the modules (NaNs skipped; numpy's summation, as
+        ``DataFrame.sum``)."""
+        return (_nansum([m[f"{name}_a"] for m in self._rows["modules"]]),
+                _nansum([m[f"{name}_b"] for m in self._rows["modules"]]))
 
     @property
     def roofline_change(self) -> float:
@@ -226,6 +259,14 @@ class Diff:
     def to_json(self, indent: int | None = 1) -> str:
         """The diff as JSON (``to_dict``; NaN as null)."""
         return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
+
+
+def _nansum(values: list[float]) -> float:
+    """The sum of ``values`` with NaNs as 0, by numpy's pairwise summation (what pandas' ``Series.sum`` gives)."""
+    import numpy as np
+
+    array = np.array(values, dtype=float)
+    return float(np.where(np.isnan(array), 0.0, array).sum())
 
 
 def _records(df: pd.DataFrame) -> list[dict[str, Any]]:
@@ -442,9 +483,9 @@ def compare(a: Report, b: Report, *, a_label: str = "A", b_label: str = "B",
         op_rows.extend(_op_row(name, None, rb, both_measured, threshold) for rb in left_b)
         module_rows.append(_module_row(ma, mb, rows_a, rows_b))
         collective_rows.extend(_collective_rows(name, oa, ob))
-    ops = pd.DataFrame(op_rows, columns=OP_DIFF_COLUMNS)
-    if len(ops):
-        ops = ops.reindex(ops["time_delta"].abs().sort_values(ascending=False, kind="stable").index)
-    ops = ops.reset_index(drop=True)
-    return Diff(a_label, b_label, ops, pd.DataFrame(module_rows, columns=MODULE_DIFF_COLUMNS),
-                pd.DataFrame(collective_rows, columns=COLLECTIVE_DIFF_COLUMNS), a.chip, notes, significant, parsed)
+    # Largest |time_delta| first, ties in pairing order, unknown (NaN) deltas last in pairing order: pandas'
+    # ``sort_values(ascending=False, kind="stable")`` of that column.
+    known = [r for r in op_rows if r["time_delta"] == r["time_delta"]]
+    known.sort(key=lambda r: -abs(r["time_delta"]))
+    op_rows = known + [r for r in op_rows if r["time_delta"] != r["time_delta"]]
+    return Diff(a_label, b_label, op_rows, module_rows, collective_rows, a.chip, notes, significant, parsed)

@@ -23,7 +23,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from hloscope.compare.engine import BOUND_RANK, SAME, dims_of, is_collective, rows
+from hloscope.compare.engine import BOUND_RANK, SAME, dims_of, is_collective
 from hloscope.compare.rules import Rule, describe
 from hloscope.units import change as _change
 from hloscope.units import quantity
@@ -260,9 +260,9 @@ def apply_rules(d: Diff, rules: tuple[Rule, ...]) -> Verdict:
     reg: list[Finding] = []
     imp: list[Finding] = []
     notes: list[str] = list(d.notes)
-    modules = rows(d.modules)
-    collectives = rows(d.collectives)
-    ops = rows(d.ops)
+    modules = d.rows("modules")
+    collectives = d.rows("collectives")
+    ops = d.rows("ops")
 
     def where(m: dict[str, Any]) -> str:
         a, b = m["module_a"], m["module_b"]
@@ -370,7 +370,7 @@ def apply_rules(d: Diff, rules: tuple[Rule, ...]) -> Verdict:
         notes += [f.line() for f in unknown]
 
     # Notes: significant ops reshaped or gone, new significant ops (their cost shows in the totals).
-    total_b = float(d.modules["roofline_s_b"].fillna(0).sum()) if len(d.modules) else 0.0
+    total_b = d.total("roofline_s")[1]
     for r in ops:
         if r["reshaped"] and r["significant"] and r["status"] not in ("appeared", "vanished"):
             notes.append(f"reshaped: {_op_label(r)} ({quantity(r['roofline_s_a'], 's')} -> "

@@ -50,14 +50,24 @@ def async_overlap(modules: Iterable[HloModule], ops: pd.DataFrame
 
     windows: dict[tuple[str, str], float] = {}
     exposed: dict[str, float] = {}
+    # The table's columns read once as lists (a pandas mask, .loc and groupby per module cost about a
+    # millisecond on the pytest plugin's small programs: a third of their analysis); rows split by module.
+    module_col = ops["module"].tolist()
+    rows_of: dict[str, list[int]] = {}
+    for i, m in enumerate(module_col):
+        rows_of.setdefault(m, []).append(i)
+    instruction = ops["instruction"].tolist()
+    category = ops["category"].tolist()
+    comm_kind = ops["comm_kind"].tolist()
+    roofline = ops["roofline_s"].tolist()
     for module in modules:
-        mine = ops[ops["module"] == module.name]
-        is_comm = (mine["category"] == "collective") | (mine["comm_kind"].astype(str) != "")
-        # (columns read as lists: iterating a pandas string column goes element by element through pandas)
-        roof = dict(zip(mine["instruction"].tolist(), mine["roofline_s"].tolist()))
-        comm = set(mine.loc[is_comm, "instruction"].tolist())
-        work = dict(zip(mine.loc[~is_comm, "instruction"].tolist(), mine.loc[~is_comm, "roofline_s"].fillna(0.0).tolist()))
-        by_comp = mine.loc[~is_comm].groupby("computation")["roofline_s"].sum().to_dict()
+        mine = rows_of.get(module.name, [])
+        is_comm = {i: category[i] == "collective" or str(comm_kind[i]) != "" for i in mine}
+        comm_rows = [i for i in mine if is_comm[i]]
+        roof = {instruction[i]: roofline[i] for i in mine}
+        comm = {instruction[i] for i in comm_rows}
+        work = {instruction[i]: 0.0 if roofline[i] != roofline[i] else roofline[i] for i in mine if not is_comm[i]}
+        by_comp = _ComputationWork(ops, module.name)
         pending = set(comm)
         total = 0.0
         for comp in module.computations:
@@ -71,11 +81,30 @@ def async_overlap(modules: Iterable[HloModule], ops: pd.DataFrame
                 pending.discard(start)
         # Synchronous collectives, and starts whose done was not found: fully exposed (summed in the table's
         # order: a set's order changes with the interpreter's hash seed, and the sum's last bit with it).
-        for name in mine.loc[is_comm, "instruction"].tolist():
+        for i in comm_rows:
+            name = instruction[i]
             if name in pending and not name.endswith("-done"):
                 total += roof.get(name, math.nan)
         exposed[module.name] = total
     return windows, exposed
+
+
+class _ComputationWork:
+    """computation -> roofline seconds (per module run) of its non-communication ops in the ops table, made on
+    first use: only a ``while``/``call``/``conditional`` scheduled inside an async window needs it. The sum is
+    pandas' ``groupby(...).sum()`` (compensated summation, NaN skipped), as the table's other per-group sums."""
+
+    __slots__ = ("_ops", "_module", "_sums")
+
+    def __init__(self, ops: pd.DataFrame, module: str) -> None:
+        self._ops, self._module, self._sums = ops, module, None
+
+    def get(self, computation: str, default: float) -> float:
+        if self._sums is None:
+            mine = self._ops[self._ops["module"] == self._module]
+            is_comm = (mine["category"] == "collective") | (mine["comm_kind"].astype(str) != "")
+            self._sums = mine.loc[~is_comm].groupby("computation")["roofline_s"].sum().to_dict()
+        return self._sums.get(computation, default)
 
 
 def async_done_pairs(modules: Iterable[HloModule]) -> dict[tuple[str, str], str]:
@@ -115,7 +144,7 @@ def _async_spans(comp: HloComputation) -> list[tuple[int, int, frozenset[str]]]:
 
 
 def _pairs(module: HloModule, comp: HloComputation, comm: set[str], work: dict[str, float],
-           by_comp: dict[str, float]) -> list[tuple[str, float]]:
+           by_comp: _ComputationWork) -> list[tuple[str, float]]:
     """``(start, W)`` of every async collective of ``comp`` whose done follows it in the schedule (its first
     done): ``W`` sums the work scheduled between, other communication and the start's own updates left out."""
     names, opcodes = comp.names, comp.opcodes
@@ -136,7 +165,7 @@ def _pairs(module: HloModule, comp: HloComputation, comm: set[str], work: dict[s
     return out
 
 
-def _called_work(module: HloModule, inst, by_comp: dict[str, float], seen: set[str]) -> float:
+def _called_work(module: HloModule, inst, by_comp: _ComputationWork, seen: set[str]) -> float:
     """Roofline seconds (per module run) of the non-communication ops of every computation ``inst`` calls,
     transitively through control flow (fusions are one row of the ops table each: nothing to add)."""
     total = 0.0
