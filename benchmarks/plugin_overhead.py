@@ -167,7 +167,7 @@ def measure(name: str, target: str, make: Callable[[], Callable[..., Any]], args
     def analysis() -> None:
         report = analyze(compiled, chip=spec)
         current = bl.record(report)
-        compare(base.to_report(spec), report, rules=0.05).verdict  # as check_baseline, minus the file read
+        compare(bl.BaselineReport(base, spec), report, rules=0.05).verdict  # as check_baseline, minus the file read
         bl.to_json(current)
 
     analysis_s = best_of(analysis, repeat)

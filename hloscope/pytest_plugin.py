@@ -619,7 +619,7 @@ class HloscopeFixture:
             raise
 
         def against(baseline: _bl.Baseline) -> Diff:
-            return compare(baseline.to_report(report.chip), report, a_label=shown, b_label="this run",
+            return compare(_bl.BaselineReport(baseline, report.chip), report, a_label=shown, b_label="this run",
                            significant=baseline.significant, rules=rules)
 
         if settings.update:

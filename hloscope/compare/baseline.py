@@ -33,18 +33,20 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from hloscope.compare.engine import DEFAULT_SIGNIFICANT, dims_of, rows
 from hloscope.errors import HloscopeError
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from hloscope.result import Report
     from hloscope.roofline.chips import ChipSpec
 
 __all__ = [
     "SCHEMA", "STORED_FIELDS", "DEFAULT_SIGNIFICANT", "BaselineError", "OutdatedBaselineError", "Baseline",
-    "record", "to_json", "from_json", "read_baseline", "write_baseline", "baseline_path",
+    "BaselineReport", "record", "to_json", "from_json", "read_baseline", "write_baseline", "baseline_path",
 ]
 
 SCHEMA = "hloscope.baseline/3"
@@ -157,7 +159,6 @@ class Baseline:
         import pandas as pd
 
         from hloscope.result import Report
-        from hloscope.roofline.tables import MODULE_COLUMNS, OP_COLUMNS
 
         if chip is None:
             from hloscope.roofline.chips import UnknownChipError, all_chips, get_chip
@@ -167,24 +168,75 @@ class Baseline:
             except UnknownChipError as err:
                 raise BaselineError("<baseline>", f"chip {self.chip!r}: {err}") from None
 
-        def frame(records: Iterable[Mapping[str, Any]], columns: list[str], text: set[str]) -> pd.DataFrame:
+        def frame(table: str) -> pd.DataFrame:
             import numpy as np
 
-            records = list(records)
-            data: dict[str, Any] = {}
-            for c in columns:
-                values = [r.get(c) for r in records]
-                if c in text:
-                    data[c] = [v if isinstance(v, str) else "" for v in values]
-                else:
-                    data[c] = np.array([math.nan if v is None else float(v) for v in values], dtype=float)
-            return pd.DataFrame(data, columns=columns)  # (one constructor: a Series per column cost 2 ms)
+            text = _text_columns(table)
+            data: dict[str, Any] = {c: values if c in text else np.array(values, dtype=float)
+                                    for c, values in _columns(self, table).items()}
+            return pd.DataFrame(data, columns=_table_columns(table))  # (one constructor: a Series a column cost 2 ms)
 
-        op_text = {c for c in OP_COLUMNS if c in _TEXT or c in ("computation", "instruction", "source", "caveats")}
-        ops = frame(self.ops, OP_COLUMNS, op_text)
-        modules = frame(self.modules, MODULE_COLUMNS, {c for c in MODULE_COLUMNS if c in _TEXT or c == "caveats"})
-        return Report(ops, modules, chip, {"baseline": True, "significant": self.significant}, [])
+        return Report(frame("ops"), frame("modules"), chip, {"baseline": True, "significant": self.significant}, [])
 
+
+def _table_columns(table: str) -> list[str]:
+    from hloscope.roofline.tables import MODULE_COLUMNS, OP_COLUMNS
+
+    return OP_COLUMNS if table == "ops" else MODULE_COLUMNS
+
+
+def _text_columns(table: str) -> frozenset[str]:
+    extra = ("computation", "instruction", "source", "caveats") if table == "ops" else ("caveats",)
+    return frozenset(c for c in _table_columns(table) if c in _TEXT or c in extra)
+
+
+def _columns(baseline: Baseline, table: str) -> dict[str, list[Any]]:
+    """Column -> values of a baseline's ``ops`` or ``modules`` as ``to_report``'s tables hold them: every
+    column of the report's table; text as stored ("" when missing), numbers as floats (NaN when missing)."""
+    records = baseline.ops if table == "ops" else baseline.modules
+    text = _text_columns(table)
+    data: dict[str, list[Any]] = {}
+    for c in _table_columns(table):
+        values = [r.get(c) for r in records]
+        if c in text:
+            data[c] = [v if isinstance(v, str) else "" for v in values]
+        else:
+            data[c] = [math.nan if v is None else float(v) for v in values]
+    return data
+
+
+class BaselineReport:
+    """A baseline as side A of ``compare``, for the pytest plugin's check: ``chip``, and ``ops`` and
+    ``modules`` as ``Baseline.to_report`` gives them (made on first use), and ``table_rows``: those tables'
+    rows as dicts, made without pandas (``compare`` reads these; two DataFrames cost ~0.5 ms a test).
+
+    Args:
+        baseline: the stored baseline.
+        chip: the chip to attach (the report it is compared with was scored against it).
+    """
+
+    def __init__(self, baseline: Baseline, chip: ChipSpec) -> None:
+        self.baseline, self.chip = baseline, chip
+        self._report: Report | None = None
+
+    def _full(self) -> Report:
+        if self._report is None:
+            self._report = self.baseline.to_report(self.chip)
+        return self._report
+
+    @property
+    def ops(self) -> pd.DataFrame:
+        return self._full().ops
+
+    @property
+    def modules(self) -> pd.DataFrame:
+        return self._full().modules
+
+    def table_rows(self, table: str) -> list[dict[str, Any]]:
+        """The rows of ``ops`` or ``modules`` as dicts of Python values (equal to ``engine.rows`` of the table)."""
+        data = _columns(self.baseline, table)
+        columns = list(data)
+        return [dict(zip(columns, values)) for values in zip(*data.values())]
 
 
 # --------------------------------------------------------------------------------------------------------------

@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 __all__ = [
     "SCHEMA", "DEFAULT_SIGNIFICANT", "SAME", "OP_FIELDS", "MODULE_FIELDS", "OP_DIFF_COLUMNS",
     "MODULE_DIFF_COLUMNS", "COLLECTIVE_DIFF_COLUMNS", "BOUND_RANK", "dims_of", "identity", "is_collective", "rows",
-    "compare", "Diff",
+    "table_rows", "compare", "Diff",
 ]
 
 #: Schema of ``Diff.to_json`` (``/3``: the op fields ``count`` and ``shape`` became ``executions`` and
@@ -126,12 +126,22 @@ def _num(value: Any) -> float:
 def rows(df: pd.DataFrame, columns: Iterable[str] | None = None) -> list[dict[str, Any]]:
     """The rows of ``df`` as dicts of Python values (``DataFrame.to_dict("records")``, several times faster on
     small tables: column lists zipped)."""
-    cols = list(df.columns) if columns is None else [c for c in columns if c in df.columns]
+    every = list(df.columns)
+    cols = every if columns is None else [c for c in columns if c in df.columns]
     if not cols or not len(df):
         return []
-    # One object array of the columns (a column lookup each cost ~20 us: a compare made 200 of them).
-    table = (df if cols == list(df.columns) else df[cols]).to_numpy(dtype=object).tolist()
-    return [dict(zip(cols, values)) for values in table]
+    if cols == every:  # one object array of the whole table
+        return [dict(zip(cols, values)) for values in df.to_numpy(dtype=object).tolist()]
+    # Some columns: a list per column (selecting them first, then one array, took twice as long in pandas 3.1).
+    return [dict(zip(cols, values)) for values in zip(*[df[c].tolist() for c in cols])]
+
+
+def table_rows(report: Any, table: str, columns: Iterable[str] | None = None) -> list[dict[str, Any]]:
+    """The rows of ``report``'s ``ops`` or ``modules`` table as dicts (``rows``), or what its own
+    ``table_rows(table)`` gives when it has one (``baseline.BaselineReport``: the rows without a DataFrame; they
+    may hold more columns than asked for)."""
+    own = getattr(report, "table_rows", None)
+    return own(table) if own is not None else rows(getattr(report, table), columns)
 
 
 def is_collective(opcode: str, comm_kind: str) -> bool:
@@ -282,11 +292,11 @@ def _records(df: pd.DataFrame) -> list[dict[str, Any]]:
 _OP_TEXT = ("instruction", "opcode", "op_name", "result_shape", "category", "dtype", "bound", "comm_kind")
 
 
-def _op_records(ops: pd.DataFrame) -> dict[str, list[dict[str, Any]]]:
-    """module -> the rows of its ops as dicts with clean text and float fields, keyed for pairing, sorted by
-    roofline time then FLOPs (largest first, NaN last)."""
+def _op_records(report: Any) -> dict[str, list[dict[str, Any]]]:
+    """module -> the rows of ``report``'s ops as dicts with clean text and float fields, keyed for pairing,
+    sorted by roofline time then FLOPs (largest first, NaN last)."""
     out: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for rec in rows(ops, ("module", *_OP_TEXT, *OP_FIELDS)):
+    for rec in table_rows(report, "ops", ("module", *_OP_TEXT, *OP_FIELDS)):
         r = {c: _text(rec.get(c)) for c in _OP_TEXT}
         for f in OP_FIELDS:
             r[f] = _num(rec.get(f, math.nan))
@@ -378,8 +388,7 @@ def _op_row(module: str, ra: dict | None, rb: dict | None, both_measured: bool, 
     return out
 
 
-def _module_pairs(a: Report, b: Report) -> list[tuple[str, str]]:
-    names_a, names_b = [str(n) for n in a.modules["name"]], [str(n) for n in b.modules["name"]]
+def _module_pairs(names_a: list[str], names_b: list[str]) -> list[tuple[str, str]]:
     if len(names_a) == 1 and len(names_b) == 1:
         return [(names_a[0], names_b[0])]
     in_b = set(names_b)
@@ -437,33 +446,32 @@ def compare(a: Report, b: Report, *, a_label: str = "A", b_label: str = "B",
             (and do not each have exactly one).
         hloscope.errors.ConfigError: a rule that does not parse.
     """
-    import pandas as pd
-
     from hloscope.errors import ComparisonError
 
     parsed = resolve(rules)
     if a.chip.id != b.chip.id:
         raise ComparisonError(f"{a_label} was scored against {a.chip.id!r} and {b_label} against {b.chip.id!r}: "
                               "score both against one chip (--chip)")
-    pairs = _module_pairs(a, b)
+    module_rows_a, module_rows_b = table_rows(a, "modules"), table_rows(b, "modules")
+    names_a, names_b = [str(r["name"]) for r in module_rows_a], [str(r["name"]) for r in module_rows_b]
+    pairs = _module_pairs(names_a, names_b)
     if not pairs:
-        raise ComparisonError(f"no module of {a_label} ({', '.join(map(str, a.modules['name'])) or 'none'}) is in "
-                              f"{b_label} ({', '.join(map(str, b.modules['name'])) or 'none'}) and neither side has "
-                              "exactly one")
+        raise ComparisonError(f"no module of {a_label} ({', '.join(names_a) or 'none'}) is in "
+                              f"{b_label} ({', '.join(names_b) or 'none'}) and neither side has exactly one")
     paired_a, paired_b = {p[0] for p in pairs}, {p[1] for p in pairs}
-    only_a = [str(n) for n in a.modules["name"] if str(n) not in paired_a]
-    only_b = [str(n) for n in b.modules["name"] if str(n) not in paired_b]
+    only_a = [n for n in names_a if n not in paired_a]
+    only_b = [n for n in names_b if n not in paired_b]
     notes = []
     if only_a:
         notes.append(f"modules only in {a_label} (vanished): {', '.join(only_a)}")
     if only_b:
         notes.append(f"modules only in {b_label} (appeared): {', '.join(only_b)}")
-    rows_a = {str(r["name"]): r for r in rows(a.modules)}
-    rows_b = {str(r["name"]): r for r in rows(b.modules)}
-    total_a = float(pd.to_numeric(a.modules["roofline_s"], errors="coerce").fillna(0).sum())
+    rows_a = {str(r["name"]): r for r in module_rows_a}
+    rows_b = {str(r["name"]): r for r in module_rows_b}
+    total_a = _nansum([_num(r["roofline_s"]) for r in module_rows_a])
     threshold = significant * total_a
-    ops_a_by_module = _op_records(a.ops)
-    ops_b_by_module = _op_records(b.ops)
+    ops_a_by_module = _op_records(a)
+    ops_b_by_module = _op_records(b)
 
     op_rows: list[dict[str, Any]] = []
     module_rows: list[dict[str, Any]] = []

@@ -54,6 +54,30 @@ def test_a_baseline_compares_as_report_a():
     assert not d.check(0.0).regressed and not d.check(0.0).improvements
 
 
+def _same(x, y) -> bool:
+    return x == y or (isinstance(x, float) and isinstance(y, float) and math.isnan(x) and math.isnan(y))
+
+
+def test_baseline_report_rows_are_the_report_tables_rows():
+    """The plugin compares against ``BaselineReport`` (rows without DataFrames): the same rows, value for value
+    and type for type, as the DataFrames of ``to_report``, and the same diff."""
+    from hloscope.compare.engine import rows
+
+    a = report(ROWS)
+    stored = bl.from_json(bl.to_json(bl.record(a)))
+    full = stored.to_report(a.chip)
+    lean = bl.BaselineReport(stored, a.chip)
+    for table in ("ops", "modules"):
+        expected, got = rows(getattr(full, table)), lean.table_rows(table)
+        assert len(expected) == len(got) > 0
+        for e, g in zip(expected, got):
+            assert list(e) == list(g)
+            assert all(_same(e[k], g[k]) and type(e[k]) is type(g[k]) for k in e), (e, g)
+    for rules in (0.05, "roofline_s:+0,flops:+0,op.bound:+0"):
+        assert compare(lean, a, rules=rules).to_json() == compare(full, a, rules=rules).to_json()
+    assert lean.ops.equals(full.ops)  # the DataFrames, when asked for
+
+
 def test_unknown_chip_and_errors_pickle():
     b = bl.record(report(ROWS))
     b = bl.Baseline("tpu-v99", b.modules, b.ops)
