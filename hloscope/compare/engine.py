@@ -296,14 +296,21 @@ def _op_records(report: Any) -> dict[str, list[dict[str, Any]]]:
     """module -> the rows of ``report``'s ops as dicts with clean text and float fields, keyed for pairing,
     sorted by roofline time then FLOPs (largest first, NaN last)."""
     out: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    dims: dict[str, str] = {}  # result shape -> dims_of (a few hundred distinct shapes in a large table)
     for rec in table_rows(report, "ops", ("module", *_OP_TEXT, *OP_FIELDS)):
-        r = {c: _text(rec.get(c)) for c in _OP_TEXT}
+        get = rec.get
+        r = {c: v if isinstance(v := get(c), str) else "" for c in _OP_TEXT}
         for f in OP_FIELDS:
-            r[f] = _num(rec.get(f, math.nan))
+            v = get(f, math.nan)
+            r[f] = v if type(v) is float else _num(v)
         if r["category"] == "unjoined":  # a trace op's only identity is its name
             r["op_name"], r["opcode"], r["result_shape"] = r["instruction"], "", ""
-        r["dims"] = dims_of(r["result_shape"])
-        out[str(rec.get("module"))].append(r)
+        shape = r["result_shape"]
+        d = dims.get(shape)
+        if d is None:
+            d = dims[shape] = dims_of(shape)
+        r["dims"] = d
+        out[str(get("module"))].append(r)
 
     def order(r: dict[str, Any]) -> tuple[bool, float, bool, float]:
         t, f = r["roofline_s"], r["flops"]
@@ -345,6 +352,10 @@ def _loose_key(r: dict[str, Any]) -> tuple[str, str]:
     return (r["opcode"], r["op_name"])
 
 
+#: Per op field: its name and the diff's column names for A, B, delta and relative change.
+_FIELD_KEYS = tuple((f, f"{f}_a", f"{f}_b", f"{f}_delta", f"{f}_rel") for f in OP_FIELDS)
+
+
 def _op_row(module: str, ra: dict | None, rb: dict | None, both_measured: bool, threshold: float) -> dict[str, Any]:
     ref = rb if rb is not None else ra
     assert ref is not None
@@ -358,13 +369,13 @@ def _op_row(module: str, ra: dict | None, rb: dict | None, both_measured: bool, 
         "comm_kind": ref["comm_kind"] or (ra["comm_kind"] if ra else ""),
     }
     moved = False
-    for f in OP_FIELDS:
+    for f, key_a, key_b, key_delta, key_rel in _FIELD_KEYS:
         va = ra[f] if ra is not None else 0.0
         vb = rb[f] if rb is not None else 0.0
         delta = vb - va
-        out[f"{f}_a"], out[f"{f}_b"], out[f"{f}_delta"] = va, vb, delta
-        out[f"{f}_rel"] = delta / va if va else math.nan
-        if not (math.isnan(delta) or abs(delta) <= SAME * max(abs(va), abs(vb))):
+        out[key_a], out[key_b], out[key_delta] = va, vb, delta
+        out[key_rel] = delta / va if va else math.nan
+        if not moved and not (delta != delta or abs(delta) <= SAME * max(abs(va), abs(vb))):
             moved = True
     time_key = "measured_s" if both_measured else "roofline_s"
     ta = ra[time_key] if ra is not None else 0.0
