@@ -25,7 +25,7 @@ as much or more (fragmentation); ``compiled.memory_analysis().temp_size_in_bytes
 
 from __future__ import annotations
 
-from bisect import bisect_left, bisect_right
+from bisect import bisect_left, bisect_right, insort
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -88,36 +88,40 @@ class _Anchors:
     allocations that certainly refuse a buffer: one whose first buffer's range overlaps the buffer's by more
     than a shared end point makes ``_interferes`` true, so ``try_assign`` would refuse. XLA tries every
     reusable allocation in turn; on modules with many live-out buffers nearly every try fails on that first
-    buffer (the corpus's mixtral: 13 million tries), which numpy rules out for all allocations at once."""
+    buffer (the corpus's mixtral: 13 million tries).
 
-    __slots__ = ("indices", "starts", "ends", "_n")
+    An anchor ``[s, e]`` is kept for a buffer ``[start, end]`` exactly when ``s >= end`` or ``e <= start`` (the
+    negation of "overlaps by more than a shared end point": ``s <= end``, ``start <= e``, ``e != start``,
+    ``s != end``; times are ints). So the anchors are kept twice, sorted by start and sorted by end, and the
+    kept ones are a tail of the first list and a head of the second, found by bisection: a call costs the size
+    of its answer (mixtral: 0.2 allocations on average, of 545), not the number of anchors, and no numpy call.
+    The answer keeps the order XLA tries allocations in (the last reusable one first); the ones left out would
+    each have refused the buffer without side effects, so leaving them out changes no assignment."""
+
+    __slots__ = ("indices", "by_start", "by_end")
 
     def __init__(self) -> None:
-        import numpy as np
-
-        self.indices = np.zeros(64, np.int64)
-        self.starts = np.zeros(64, np.int64)
-        self.ends = np.zeros(64, np.int64)
-        self._n = 0
+        self.indices: list[int] = []  # per anchor, in the order added: its allocation index
+        self.by_start: list[tuple[int, int]] = []  # (start, position in ``indices``), sorted
+        self.by_end: list[tuple[int, int]] = []  # (end, position in ``indices``), sorted
 
     def add(self, index: int, first: Buffer) -> None:
-        import numpy as np
-
-        n = self._n
-        if n == len(self.indices):
-            self.indices, self.starts, self.ends = (np.concatenate([a, np.zeros_like(a)])
-                                                    for a in (self.indices, self.starts, self.ends))
-        self.indices[n], self.starts[n], self.ends[n] = index, first.start, first.end
-        self._n = n + 1
+        position = len(self.indices)
+        self.indices.append(index)
+        insort(self.by_start, (first.start, position))
+        insort(self.by_end, (first.end, position))
 
     def candidates(self, b: Buffer) -> list[int]:
         """The allocation indices, last added first, minus those whose first buffer surely interferes with b."""
-        n = self._n
-        if n < 16:  # (few: numpy costs more than it saves)
-            return self.indices[:n][::-1].tolist()
-        starts, ends = self.starts[:n], self.ends[:n]
-        sure = (starts <= b.end) & (b.start <= ends) & (ends != b.start) & (starts != b.end)
-        return self.indices[:n][~sure][::-1].tolist()
+        by_start, by_end = self.by_start, self.by_end
+        late = bisect_left(by_start, (b.end,))  # by_start[late:]: the anchors starting at or after b's end
+        early = bisect_left(by_end, (b.start + 1,))  # by_end[:early]: those ending at or before b's start
+        if late == len(by_start) and not early:  # (the common answer on large modules)
+            return []
+        positions = {p for _, p in by_start[late:]}
+        positions.update(p for _, p in by_end[:early])
+        indices = self.indices
+        return [indices[p] for p in sorted(positions, reverse=True)]
 
 
 def assign_buffers(liveness: Liveness) -> Assignment:

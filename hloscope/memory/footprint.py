@@ -23,6 +23,7 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from hloscope._gc import paused_gc
 from hloscope.memory.assignment import assign_buffers
 from hloscope.memory.liveness import analyze_liveness
 
@@ -152,8 +153,9 @@ def footprint(module: HloModule, chip: Any = None) -> MemoryFootprint:
     Checked against XLA on the test generator's programs (CPU and deviceless TPU): benchmarks/memory_vs_xla.py,
     docs/memory.md.
     """
-    liveness = analyze_liveness(module)
-    assignment = assign_buffers(liveness)
+    with paused_gc():  # a few objects per instruction, all kept until the footprint is made: no garbage
+        liveness = analyze_liveness(module)
+        assignment = assign_buffers(liveness)
     buffers = liveness.buffers
     arguments = [b for b in buffers if b.kind == "parameter"]
     argument_bytes = sum(b.size_bytes for b in arguments)
