@@ -141,29 +141,39 @@ class Report(ReportAssertions):
     def to_dict(self) -> dict[str, Any]:
         """The JSON document: ``schema``, ``chip``, ``modules``, ``ops``, ``coverage``, ``notes``,
         ``compiled_for``."""
+        return self._document(tables_as_rows=False)
+
+    def _document(self, tables_as_rows: bool) -> dict[str, Any]:
+        """``to_dict``; with ``tables_as_rows``, the tables as ``result._json_text.Rows`` (their columns), which
+        ``dumps_indent1`` prints as the lists of dicts without the dicts being made (``to_json``)."""
         from hloscope.roofline.chips import chip_to_dict
+
+
+        def caveat_list(caveats: str | None) -> list[str]:
+            return [f for f in caveats.split(",") if f] if caveats else []
 
         memory = [fp.to_dict() for fp in self.memory]  # first: it fills the modules' peak_bytes
         return {
             "schema": SCHEMA,
             "chip": chip_to_dict(self.chip),
-            "modules": _records(self.modules),
-            "ops": [dict(r, caveats=[f for f in (r["caveats"] or "").split(",") if f]) for r in _records(self.ops)],
+            "modules": _records(self.modules, rows=tables_as_rows),
+            "ops": _records(self.ops, convert={"caveats": caveat_list}, rows=tables_as_rows),
             "coverage": self.coverage,
             "notes": self.notes,
             "compiled_for": self.compiled_for,
             "memory": memory,
-            "advice": _records(self.advice),
-            "steps": _records(self.steps) if self.steps is not None else [],
-            "gaps": _records(self.gaps) if self.gaps is not None else [],
-            "stragglers": _records(self.stragglers) if self.stragglers is not None else [],
+            "advice": _records(self.advice, rows=tables_as_rows),
+            "steps": _records(self.steps, rows=tables_as_rows) if self.steps is not None else [],
+            "gaps": _records(self.gaps, rows=tables_as_rows) if self.gaps is not None else [],
+            "stragglers": _records(self.stragglers, rows=tables_as_rows) if self.stragglers is not None else [],
         }
 
     def to_json(self, indent: int | None = 1) -> str:
-        if indent == 1:  # (the default: the same text as json.dumps, printed faster; result/_json_text.py)
+        if indent == 1:  # (the default: the same text as json.dumps(self.to_dict()), printed faster from the
+            # tables' columns; result/_json_text.py)
             from hloscope.result._json_text import dumps_indent1
 
-            return dumps_indent1(self.to_dict())
+            return dumps_indent1(self._document(tables_as_rows=True))
         return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
 
     def to_csv(self) -> str:
@@ -290,14 +300,22 @@ def load_report(path: str | os.PathLike[str]) -> Report:
     return Report.from_dict(data, source=str(path))
 
 
-def _records(df: pd.DataFrame) -> list[dict[str, Any]]:
+def _records(df: pd.DataFrame, convert: dict[str, Any] | None = None,
+             rows: bool = False) -> Any:
     """Rows as dicts with NaN -> None and numpy scalars -> Python (JSON has no NaN): what
     ``df.to_dict(orient="records")`` cleaned value by value gives, made by columns (a float column's values are
-    Python floats from ``tolist``; only object columns are cleaned one value at a time)."""
+    Python floats from ``tolist``; only object columns holding something else than ``str``, ``int``, ``bool`` or
+    None, which cleaning leaves as they are, are cleaned one value at a time). ``convert`` maps a column's name to
+    a function applied to each of its (cleaned) values. With ``rows``, the same as a ``_json_text.Rows`` (the
+    columns; ``to_json`` prints them without making the dicts)."""
+    from itertools import repeat
+
     import numpy as np
 
+    as_they_are = {str, int, bool, type(None)}  # (exact types: no ``item``, not a float)
+    names = list(df.columns)
     columns = []
-    for name in df.columns:
+    for name in names:
         col = df[name]
         if col.dtype.kind == "f":
             arr = col.to_numpy()
@@ -309,10 +327,19 @@ def _records(df: pd.DataFrame) -> list[dict[str, Any]]:
         elif col.dtype.kind in "iub":
             values = col.tolist()
         else:
-            values = [_clean_value(v) for v in col.tolist()]
+            values = col.tolist()
+            if not set(map(type, values)) <= as_they_are:
+                values = [_clean_value(v) for v in values]
+        if convert is not None and name in convert:
+            values = list(map(convert[name], values))
         columns.append(values)
-    names = list(df.columns)
-    return [dict(zip(names, row)) for row in zip(*columns)] if names else [{} for _ in range(len(df))]
+    if rows:
+        from hloscope.result._json_text import Rows
+
+        return Rows(names, columns, len(df))
+    if not names:
+        return [{} for _ in range(len(df))]
+    return list(map(dict, map(zip, repeat(names), zip(*columns))))
 
 
 def _clean_value(v: Any) -> Any:
