@@ -118,18 +118,20 @@ def ops_frame(costs: list[ModuleCost], chip: ChipSpec, measured: Mapping[tuple[s
     measured = measured or {}
     per_chip = devices_per_physical_chip(chip)
     parts = [_module_columns(mc, chip, per_chip, measured, all_rows) for mc in costs]
-    frame: dict = {c: [] for c in _BUILT_COLUMNS}
-    for part in parts:
-        for c in _BUILT_COLUMNS:
-            values = part[c]
-            frame[c].extend(values.tolist() if hasattr(values, "tolist") else values)
+    frame: dict = {}
+    for c in _BUILT_COLUMNS:  # (float64 arrays stay arrays: pandas takes them as they are)
+        values = [part[c] for part in parts]
+        if values and all(isinstance(v, np.ndarray) for v in values):
+            frame[c] = values[0] if len(values) == 1 else np.concatenate(values)
+        else:
+            frame[c] = [x for v in values for x in (v.tolist() if isinstance(v, np.ndarray) else v)]
     joined = len(frame["module"])
     known = set(zip(frame["module"], frame["instruction"])) if measured else set()
     unjoined = [(m, op, sec, occ) for (m, op), (sec, occ) in measured.items() if (m, op) not in known]
     if unjoined:
         # Trace ops that name no instruction of any module: listed, never dropped.
         for c in _BUILT_COLUMNS:
-            frame[c].extend([math.nan] * len(unjoined))
+            frame[c] = (frame[c].tolist() if isinstance(frame[c], np.ndarray) else frame[c]) + [math.nan] * len(unjoined)
         for c in ("computation", "opcode", "op_name", "source", "comm_kind", "dtype", "bound", "result_shape"):
             frame[c][joined:] = [""] * len(unjoined)
         frame["module"][joined:] = [u[0] for u in unjoined]
@@ -146,11 +148,35 @@ def ops_frame(costs: list[ModuleCost], chip: ChipSpec, measured: Mapping[tuple[s
     else:
         for c in _MEASURED_COLUMNS:
             frame[c] = np.full(total, math.nan)
+    order = _descending_order(np.asarray(frame["measured_s" if measured else "roofline_s"], dtype=float))
+    if order is not None:
+        frame = {c: _taken(frame[c], order) for c in OP_COLUMNS}
     df = pd.DataFrame({c: frame[c] for c in OP_COLUMNS}, columns=OP_COLUMNS)
     if not total:
         df = df.astype(object)  # (an empty table has the dtypes of one built from records)
-    sort_key = "measured_s" if measured else "roofline_s"
-    return df.sort_values(sort_key, ascending=False, na_position="last", kind="stable").reset_index(drop=True)
+    return df
+
+
+def _descending_order(key):
+    """The row order of ``sort_values(ascending=False, na_position="last", kind="stable")`` on ``key`` (pandas'
+    ``nargsort``: largest first, ties and NaNs each in table order, NaNs last); None when the rows are in that
+    order already."""
+    import numpy as np
+
+    missing = np.isnan(key)
+    index = np.arange(len(key))
+    known = index[~missing][::-1]  # reversed, sorted stably ascending, reversed: descending, ties in order
+    order = np.concatenate([known[np.argsort(key[known], kind="stable")][::-1], index[missing]])
+    return None if np.array_equal(order, index) else order
+
+
+def _taken(values, order):
+    """``values`` (an array or a list) in ``order``."""
+    import numpy as np
+
+    if isinstance(values, np.ndarray):
+        return values[order]
+    return [values[i] for i in order.tolist()]
 
 
 #: Columns ``_module_columns`` makes, in ``OP_COLUMNS`` order.
@@ -360,32 +386,60 @@ def modules_frame(costs: list[ModuleCost], ops: pd.DataFrame, chip: ChipSpec,
     ``mfu-above-peak``, where it would exceed 1 (the chip does not fit the trace); ``cost_coverage``: the share
     of the module's ops whose roofline time is known (the totals are over the known part); time by bound class
     is measured time where the trace has it, else roofline time.
+
+    A column's total is ``Series.sum``'s (numpy's pairwise sum, NaN as 0); a sum by dtype or bound class is
+    exact (``group_sums``). The columns are read once (pandas calls per module were most of a small program's
+    table time).
     """
+    import numpy as np
     import pandas as pd
 
+    n = len(ops)
+    names = ops["module"].tolist()
+    rows_of: dict[str, list[int]] = {}
+    if costs and names.count(costs[0].module.name) == n:  # one module owns every row: the common case
+        rows_of[costs[0].module.name] = list(range(n))
+    else:
+        for i, name in enumerate(names):
+            rows_of.setdefault(name, []).append(i)
+    dtype_col, bound_col = ops["dtype"].tolist(), ops["bound"].tolist()
+    flops_col = ops["flops"].tolist()
+    roofline = ops["roofline_s"].to_numpy(dtype=float)
+    measured_col = ops["measured_s"].to_numpy(dtype=float)
+    part_sums = {c: ops[c].to_numpy(dtype=float) for c in ("compute_s", "memory_s", "comm_s")}
     rows = []
-    # (one module whose rows are all the table's, the common case: no filtering copy)
-    whole = len(costs) == 1 and bool((ops["module"] == costs[0].module.name).all())
     for mc in costs:
         name = mc.module.name
-        mine = ops if whole else ops[ops["module"] == name]
+        mine = rows_of.get(name, [])
+        whole = len(mine) == n
+
+        def column(values: np.ndarray) -> np.ndarray:
+            return values if whole else values[mine]
+
         measured = step_s.get(name, math.nan) if step_s else math.nan
-        by_dtype = mine.groupby("dtype")["flops"].sum()
-        dtype = str(by_dtype.idxmax()) if len(by_dtype) and by_dtype.max() > 0 else "bf16"
-        time_col = mine["measured_s"] if mine["measured_s"].notna().any() else mine["roofline_s"]
-        by_bound = time_col.groupby(mine["bound"]).sum()
+        by_dtype = group_sums([dtype_col[i] for i in mine], [flops_col[i] for i in mine])
+        dtype = "bf16"
+        if by_dtype:
+            top = max(sorted(by_dtype), key=by_dtype.__getitem__)  # (max keeps the first: idxmax's choice)
+            if by_dtype[top] > 0:
+                dtype = str(top)
+        roof = column(roofline)
+        times = column(measured_col)
+        known = ~np.isnan(roof)
+        if np.isnan(times).all():
+            times = roof
+        by_bound = group_sums([bound_col[i] for i in mine], times.tolist())
         module_mfu = mfu(mc.flops, measured, chip, dtype)
         flags = set(mc.flags)
         if module_mfu > 1.0:  # faster than the chip's peak: the chip does not fit (or FLOPs are overcounted)
             module_mfu = math.nan
             flags.add("mfu-above-peak")
-        known = mine["roofline_s"].notna()
         rows.append({
             "name": name, "flops": mc.flops, "transcendentals": mc.transcendentals,
             "hbm_bytes": mc.bytes_accessed, "wire_bytes": mc.comm_bytes,
-            "compute_s": mine["compute_s"].sum(), "memory_s": mine["memory_s"].sum(),
-            "comm_s": mine["comm_s"].sum(), "roofline_s": mine["roofline_s"].sum(), "measured_s": measured,
-            "mfu": module_mfu, "cost_coverage": float(known.mean()) if len(known) else 1.0,
+            "compute_s": _nansum(column(part_sums["compute_s"])), "memory_s": _nansum(column(part_sums["memory_s"])),
+            "comm_s": _nansum(column(part_sums["comm_s"])), "roofline_s": _nansum(roof), "measured_s": measured,
+            "mfu": module_mfu, "cost_coverage": int(known.sum()) / len(known) if len(known) else 1.0,
             "dtype": dtype, "compute_bound_s": float(by_bound.get("compute", 0.0)),
             "memory_bound_s": float(by_bound.get("memory", 0.0)),
             "communication_bound_s": float(by_bound.get("communication", 0.0)),
@@ -394,6 +448,39 @@ def modules_frame(costs: list[ModuleCost], ops: pd.DataFrame, chip: ChipSpec,
             "exposed_comm_roofline_s": math.nan, "exposed_comm_s": math.nan, "comm_hidden_fraction": math.nan,
         })
     return pd.DataFrame(rows, columns=MODULE_COLUMNS)
+
+
+def _nansum(values) -> float:
+    """``Series.sum()`` of a float column: NaN as 0, then numpy's pairwise sum."""
+    import numpy as np
+
+    return float(np.where(np.isnan(values), 0.0, values).sum())
+
+
+def group_sums(keys: list, values: list[float]) -> dict:
+    """key -> the correctly rounded sum (``math.fsum``) of its non-NaN values (0.0 when it has none), keys in
+    first-seen order; keys that are None or NaN are left out (as ``groupby`` drops them).
+
+    Not pandas' ``groupby(...).sum()``: that one's result moves in the last bit with the pandas version (3.1 sums
+    sorted groups with ``np.add.reduceat``, other groups with a compensated loop); an exact sum is the same
+    whatever the library or the order of the rows."""
+    groups: dict = {}
+    for key, value in zip(keys, values):
+        if key is None or key != key:
+            continue
+        mine = groups.get(key)
+        if mine is None:
+            mine = groups[key] = []
+        if value == value:
+            mine.append(value)
+    return {key: _exact_sum(mine) for key, mine in groups.items()}
+
+
+def _exact_sum(values: list[float]) -> float:
+    try:
+        return math.fsum(values)
+    except (ValueError, OverflowError):  # inf and -inf (NaN, as a plain sum gives), or an overflow on the way
+        return sum(values)
 
 
 def mfu(flops: float, seconds: float, chip: ChipSpec, dtype: str) -> float:

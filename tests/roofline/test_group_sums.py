@@ -1,0 +1,57 @@
+"""``roofline.tables.group_sums``: the modules table's time by bound class and FLOPs by dtype are exact sums.
+
+The oracle is exact rational arithmetic (``fractions.Fraction``), rounded once to a float: what a correctly
+rounded sum must give whatever the order of the rows.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from fractions import Fraction
+
+import pytest
+
+from hloscope.roofline.tables import group_sums
+
+
+def _exact(values: list[float]) -> float:
+    return float(sum((Fraction(v) for v in values), Fraction(0)))
+
+
+def test_random_groups_equal_the_rational_sum() -> None:
+    rng = random.Random(20261125)
+    for _ in range(300):
+        n = rng.randint(1, 60)
+        keys = [rng.choice(["compute", "memory", "communication"]) for _ in range(n)]
+        # Magnitudes of roofline times (ns to s) with cancellation-prone spreads.
+        values = [rng.uniform(0, 1) * 10.0 ** rng.randint(-9, 0) for _ in range(n)]
+        got = group_sums(keys, values)
+        for key in set(keys):
+            assert got[key] == _exact([v for k, v in zip(keys, values) if k == key])
+
+
+def test_order_does_not_matter() -> None:
+    values = [0.000234603, 0.000222761, 0.000178321, 0.000171642, 0.000167601, 0.00011832, 2.716e-05, 2.252e-05,
+              1.9161e-05, 1.744e-05]  # a real trace's memory-bound op times (corpus te_fused_attn)
+    keys = ["memory"] * len(values)
+    forward = group_sums(keys, values)["memory"]
+    assert forward == group_sums(keys, values[::-1])["memory"] == _exact(values)
+
+
+def test_nan_values_and_missing_keys() -> None:
+    got = group_sums(["a", None, "b", math.nan, "a", "b"], [1.0, 5.0, math.nan, 7.0, 2.0, math.nan])
+    assert got == {"a": 3.0, "b": 0.0}  # b has only NaN: 0, as a sum skipping NaN gives; None/NaN keys dropped
+    assert list(got) == ["a", "b"]  # first-seen order
+
+
+@pytest.mark.parametrize("values, expected", [
+    ([math.inf, 1.0], math.inf),
+    ([1e308, 1e308], math.inf),  # fsum overflows on the way: the plain sum's inf
+])
+def test_non_finite(values: list[float], expected: float) -> None:
+    assert group_sums(["k"] * len(values), values)["k"] == expected
+
+
+def test_opposite_infinities_give_nan() -> None:
+    assert math.isnan(group_sums(["k", "k"], [math.inf, -math.inf])["k"])
