@@ -2,7 +2,10 @@
 the commit recorded in ``tests/data/report_digests.json`` (made by ``tests/data/make_report_digests.py``: first
 at c8380e1, before issue #16's speed work; remade at 5a7361b with the fix of async flights that read the done
 op's communication flag from the wrong event -- only the ``steps`` of the three vllm TPU traces moved, by at
-most 8.4 ns of busy time per step; ``tests/steps/test_breakdown.py::test_flight_found_whatever_the_event_order``).
+most 8.4 ns of busy time per step; ``tests/steps/test_breakdown.py::test_flight_found_whatever_the_event_order``;
+remade at 83860d3, where the modules table's time by bound class became an exact sum (``math.fsum``) instead of
+pandas' groupby sum, whose last bit depends on the pandas version -- only ``modules`` of six inputs moved, each
+value by at most 3e-16 relative; ``tests/roofline/test_group_sums.py``).
 
 A change that means to move numbers regenerates the digests (``python tests/data/make_report_digests.py``) and
 says so in its commit; the failure message names the sections that moved.
