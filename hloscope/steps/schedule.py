@@ -57,6 +57,7 @@ def async_overlap(modules: Iterable[HloModule], ops: pd.DataFrame
     for i, m in enumerate(module_col):
         rows_of.setdefault(m, []).append(i)
     instruction = ops["instruction"].tolist()
+    computation = ops["computation"].tolist()
     category = ops["category"].tolist()
     comm_kind = ops["comm_kind"].tolist()
     roofline = ops["roofline_s"].tolist()
@@ -69,10 +70,10 @@ def async_overlap(modules: Iterable[HloModule], ops: pd.DataFrame
         work = {instruction[i]: 0.0 if roofline[i] != roofline[i] else roofline[i] for i in mine if not is_comm[i]}
         by_comp = _ComputationWork(ops, module.name)
         pending = set(comm)
+        homes = {computation[i] for i in comm_rows}  # (instruction names are unique in a module)
         total = 0.0
         for comp in module.computations:
-            names = comp.names
-            if pending.isdisjoint(names):
+            if comp.name not in homes:
                 continue
             for start, w in _pairs(module, comp, comm, work, by_comp):
                 windows[(module.name, start)] = w
