@@ -1,5 +1,5 @@
 """``python -m hloscope`` runs the command-line interface."""
 
-from hloscope.cli import main
+from hloscope.cli import console_main
 
-raise SystemExit(main())
+raise SystemExit(console_main())

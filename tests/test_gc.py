@@ -50,3 +50,24 @@ def test_does_not_unfreeze_what_the_process_froze(collector_on) -> None:
         assert gc.get_freeze_count() == frozen
     finally:
         gc.unfreeze()
+
+
+_PROBE = """
+import gc, sys
+sys.argv = ["hloscope", "chips"]
+from hloscope.cli import {entry}
+rc = {entry}({args})
+print(rc, gc.get_freeze_count() > 0)
+"""
+
+
+@pytest.mark.parametrize("entry, args, frozen", [("console_main", "", True), ("main", "['chips']", False)])
+def test_only_the_command_line_entry_freezes_the_collector(entry: str, args: str, frozen: bool) -> None:
+    """``hloscope`` and ``python -m hloscope`` freeze the collector before the interpreter exits (its last full
+    collection walked every object of the analysis); ``main``, which tests and scripts call in-process, does not."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", _PROBE.format(entry=entry, args=args)], capture_output=True,
+                         text=True, check=True).stdout.split()
+    assert out[-2:] == ["0", str(frozen)]  # (after the chips table)
