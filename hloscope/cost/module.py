@@ -100,26 +100,19 @@ def summed(rows: list[CostRow]) -> OpCost:
     """Count-weighted sum of rows; keeps the collective kind and group size when there is exactly one kind.
 
     A row's unknown value (NaN: an opaque custom call, an unknown opcode, a rule that failed) is left out of
-    its total, which is then the total of the known part; the row's ``unknown-*`` flags say so.
+    its total, which is then the total of the known part; the row's ``unknown-*`` flags say so. Each total is
+    summed left to right from 0.0 (``_sequential_sum``; the products are Python's); a total that comes out NaN
+    is summed again with each unknown value counting 0.0 (a field without unknown values sums the same either
+    way, so only those are summed twice).
     """
-    total = _summed(rows)
-    if math.isnan(total.flops + total.transcendentals + total.bytes_read + total.bytes_written
-                  + total.comm_bytes):  # rare: sum again, an unknown value counting 0
-        total = _summed(rows, skip_unknown=True)
-    return total
-
-
-def _summed(rows: list[CostRow], skip_unknown: bool = False) -> OpCost:
-    """Count-weighted totals, each summed left to right from 0.0 (``_sequential_sum``; the products are
-    Python's). ``skip_unknown``: a NaN value counts 0.0."""
     counts = list(map(_COUNT, rows))
     costs = list(map(_COST, rows))
     totals = []
     for field in _SUMMED_FIELDS:
-        values = map(field, costs)
-        if skip_unknown:
-            values = (v if v == v else 0.0 for v in values)
-        totals.append(_sequential_sum(list(map(mul, values, counts))))
+        total = _sequential_sum(list(map(mul, map(field, costs), counts)))
+        if total != total:
+            total = _sequential_sum([(v if v == v else 0.0) * n for v, n in zip(map(field, costs), counts)])
+        totals.append(total)
     flops, transcendentals, read, written, comm = totals
     kinds = set()
     group = 0
