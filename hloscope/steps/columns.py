@@ -29,7 +29,6 @@ def add_overlap_columns(ops: pd.DataFrame, modules: pd.DataFrame, hlo_modules: I
     hlo_modules = list(hlo_modules)
     if not len(ops) or not len(modules):
         return
-    keys = list(zip(ops["module"].tolist(), ops["instruction"].tolist()))
     # (columns read as lists: the pandas equivalents were half a millisecond of a small program's analysis)
     comm = "collective" in ops["category"].tolist() or any(map(bool, ops["comm_kind"].tolist()))
     if hlo_modules and not comm:  # (the common small program: no collective, nothing exposed; no pandas work)
@@ -37,9 +36,10 @@ def add_overlap_columns(ops: pd.DataFrame, modules: pd.DataFrame, hlo_modules: I
     elif hlo_modules:
         windows, exposed_roof = async_overlap(hlo_modules, ops)
         if windows:
-            ops["overlap_window_s"] = [windows.get(k, np.nan) for k in keys]
+            ops["overlap_window_s"] = [windows.get(k, np.nan) for k in _keys(ops)]
         modules["exposed_comm_roofline_s"] = [float(exposed_roof.get(name, np.nan)) for name in modules["name"].tolist()]
     if breakdown is not None:
+        keys = _keys(ops)
         per_op = breakdown.op_overlap
         ops["exposed_comm_s"] = [per_op[k][0] if k in per_op else np.nan for k in keys]
         ops["overlapped_comm_s"] = [per_op[k][1] if k in per_op else np.nan for k in keys]
@@ -53,3 +53,8 @@ def add_overlap_columns(ops: pd.DataFrame, modules: pd.DataFrame, hlo_modules: I
         modules.loc[ran & modules["exposed_comm_s"].isna(), "exposed_comm_s"] = 0.0
         total = modules["name"].map(exp).astype(float) + modules["name"].map(ovl).astype(float)
         modules["comm_hidden_fraction"] = (modules["name"].map(ovl).astype(float) / total.where(total > 0))
+
+
+def _keys(ops: pd.DataFrame) -> list[tuple[str, str]]:
+    """(module, instruction) of each row of ``ops``."""
+    return list(zip(ops["module"].tolist(), ops["instruction"].tolist()))

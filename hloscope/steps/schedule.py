@@ -47,27 +47,34 @@ def async_overlap(modules: Iterable[HloModule], ops: pd.DataFrame
         NaN when a collective's roofline time is unknown). Modules without collectives map to 0.
     """
     import math
+    from itertools import compress
 
     windows: dict[tuple[str, str], float] = {}
     exposed: dict[str, float] = {}
     # The table's columns read once as lists (a pandas mask, .loc and groupby per module cost about a
     # millisecond on the pytest plugin's small programs: a third of their analysis); rows split by module.
-    module_col = ops["module"].tolist()
+    columns = [ops[c].tolist() for c in ("module", "instruction", "opcode", "computation", "category",
+                                         "comm_kind", "roofline_s")]
     rows_of: dict[str, list[int]] = {}
-    for i, m in enumerate(module_col):
+    for i, m in enumerate(columns[0]):
         rows_of.setdefault(m, []).append(i)
-    instruction = ops["instruction"].tolist()
-    computation = ops["computation"].tolist()
-    category = ops["category"].tolist()
-    comm_kind = ops["comm_kind"].tolist()
-    roofline = ops["roofline_s"].tolist()
     for module in modules:
         mine = rows_of.get(module.name, [])
-        is_comm = {i: category[i] == "collective" or str(comm_kind[i]) != "" for i in mine}
-        comm_rows = [i for i in mine if is_comm[i]]
-        roof = {instruction[i]: roofline[i] for i in mine}
+        if len(mine) == len(columns[0]):  # (one module: every row)
+            _, instruction, opcode, computation, category, comm_kind, roofline = columns
+        else:
+            _, instruction, opcode, computation, category, comm_kind, roofline = ([c[i] for i in mine]
+                                                                                  for c in columns)
+        is_comm = [c == "collective" or str(k) != "" for c, k in zip(category, comm_kind)]
+        comm_rows = list(compress(range(len(is_comm)), is_comm))
         comm = {instruction[i] for i in comm_rows}
-        work = {instruction[i]: 0.0 if roofline[i] != roofline[i] else roofline[i] for i in mine if not is_comm[i]}
+        roof = {instruction[i]: roofline[i] for i in comm_rows}
+        # The work between a start and its done, by instruction: only where a collective is asynchronous
+        # (a start, send or recv: ``_async_spans``; mixtral's 28,000 rows hold none).
+        if any(opcode[i].endswith("-start") or opcode[i] in ("send", "recv") for i in comm_rows):
+            work = {name: 0.0 if r != r else r for name, r, c in zip(instruction, roofline, is_comm) if not c}
+        else:
+            work = {}
         by_comp = _ComputationWork(ops, module.name)
         pending = set(comm)
         homes = {computation[i] for i in comm_rows}  # (instruction names are unique in a module)
