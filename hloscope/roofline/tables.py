@@ -417,7 +417,8 @@ def modules_frame(costs: list[ModuleCost], ops: pd.DataFrame, chip: ChipSpec,
             return values if whole else values[mine]
 
         measured = step_s.get(name, math.nan) if step_s else math.nan
-        by_dtype = group_sums([dtype_col[i] for i in mine], [flops_col[i] for i in mine])
+        by_dtype = (group_sums(dtype_col, flops_col) if whole
+                    else group_sums([dtype_col[i] for i in mine], [flops_col[i] for i in mine]))
         dtype = "bf16"
         if by_dtype:
             top = max(sorted(by_dtype), key=by_dtype.__getitem__)  # (max keeps the first: idxmax's choice)
@@ -428,7 +429,7 @@ def modules_frame(costs: list[ModuleCost], ops: pd.DataFrame, chip: ChipSpec,
         known = ~np.isnan(roof)
         if np.isnan(times).all():
             times = roof
-        by_bound = group_sums([bound_col[i] for i in mine], times.tolist())
+        by_bound = group_sums(bound_col if whole else [bound_col[i] for i in mine], times.tolist())
         module_mfu = mfu(mc.flops, measured, chip, dtype)
         flags = set(mc.flags)
         if module_mfu > 1.0:  # faster than the chip's peak: the chip does not fit (or FLOPs are overcounted)
@@ -464,16 +465,13 @@ def group_sums(keys: list, values: list[float]) -> dict:
     Not pandas' ``groupby(...).sum()``: that one's result moves in the last bit with the pandas version (3.1 sums
     sorted groups with ``np.add.reduceat``, other groups with a compensated loop); an exact sum is the same
     whatever the library or the order of the rows."""
-    groups: dict = {}
+    from collections import defaultdict
+
+    groups: defaultdict = defaultdict(list)
     for key, value in zip(keys, values):
-        if key is None or key != key:
-            continue
-        mine = groups.get(key)
-        if mine is None:
-            mine = groups[key] = []
-        if value == value:
-            mine.append(value)
-    return {key: _exact_sum(mine) for key, mine in groups.items()}
+        groups[key].append(value)
+    return {key: _exact_sum([v for v in mine if v == v]) for key, mine in groups.items()
+            if key is not None and key == key}
 
 
 def _exact_sum(values: list[float]) -> float:
