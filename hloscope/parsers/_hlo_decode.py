@@ -110,14 +110,25 @@ class Decoder(ParserBase):
             return (False, None)
 
     def metadata_of(self, inst: HloInstruction) -> Metadata | None | bool:
-        """``inst.metadata`` read alone (``attribute_value``), or False when a full decode must tell."""
+        """``inst.metadata`` read alone (``attribute_value``), or False when a full decode must tell. Kept by
+        attribute text: instructions printed with the same attributes have the same metadata (what
+        ``attribute_value`` answers depends on the text alone, and on which metadata texts were read before only
+        where it would otherwise answer False -- which is not kept)."""
+        text = inst.attribute_text
+        md = self.metadata_by_text.get(text, False)
+        if md is not False:
+            return md
         known, value = self.attribute_value(inst, "metadata")
         if not known:
             return False
-        if not value:
-            return None
-        md = self.metadata.get(value)
-        return md if md is not None else self._metadata(value)
+        if value:
+            md = self.metadata.get(value)
+            if md is None:
+                md = self._metadata(value)
+        else:
+            md = None
+        self.metadata_by_text[text] = md
+        return md
 
     def _decoded(self, pairs: list[tuple[str, str]], name: str, pos: int, line: int = 0) -> DecodedAttributes:
         """Decode ``pairs``; ``pos`` is the instruction's offset, or -1 to look it up from ``line`` for an

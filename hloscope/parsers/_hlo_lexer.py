@@ -37,14 +37,18 @@ class ParserBase:
     The slots here are the whole parser's: the classes built on this one add methods only (``__slots__ = ()``).
     """
 
-    __slots__ = ("src", "source", "shapes", "metadata", "unknown_opcodes", "frames", "computation", "inline",
-                 "line_starts", "done", "pending", "anon", "infer_for", "infer_index", "inline_depth", "lazy")
+    __slots__ = ("src", "source", "shapes", "metadata", "metadata_by_text", "unknown_opcodes", "frames",
+                 "computation", "inline", "line_starts", "done", "pending", "anon", "infer_for", "infer_index",
+                 "inline_depth", "lazy")
 
     def __init__(self, src: str, source: str) -> None:
         self.src = src
         self.source = source
         self.shapes: dict[str, Shape] = {}
         self.metadata: dict[str, Metadata] = {}
+        #: An instruction's whole attribute text -> its metadata read alone (``Decoder.metadata_of``): gemma2's
+        #: 13,761 instructions hold 8,850 distinct attribute texts.
+        self.metadata_by_text: dict[str, Metadata | None] = {}
         self.unknown_opcodes: set[str] = set()
         self.frames: dict[int, StackFrame] = {}
         self.computation = ""
