@@ -534,6 +534,8 @@ class InstructionSource(Protocol):
 
     def operand_names(self, indices: Iterable[int] | None = None) -> list[str]: ...
 
+    def operand_users(self, names: set[str]) -> dict[str, list[int]]: ...
+
 
 class HloComputation:
     """A named list of instructions in order, one of them ``ROOT`` (XLA ``HloComputation``).
@@ -665,6 +667,21 @@ class HloComputation:
         if indices is None:
             return list(chain.from_iterable(map(_OPERANDS, self.instructions)))
         return list(chain.from_iterable(self.operand_lists(indices)))
+
+    def operand_users(self, names: set[str]) -> dict[str, list[int]]:
+        """For each of ``names`` that some instruction takes as an operand: the indices of those instructions, in
+        order, each once (a name twice in one operand list is one user). Without building the instructions."""
+        source = self._source
+        if source is not None:
+            return source.operand_users(names)
+        out: dict[str, list[int]] = {}
+        for i, operands in enumerate(map(_OPERANDS, self.instructions)):
+            for name in operands:
+                if name in names:
+                    found = out.setdefault(name, [])
+                    if not found or found[-1] != i:
+                        found.append(i)
+        return out
 
     def instruction_at(self, index: int) -> HloInstruction:
         """Instruction ``index`` (in printed order), built alone if the others are not. Raises IndexError."""

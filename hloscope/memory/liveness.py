@@ -130,7 +130,7 @@ class _Walk:
         self.table_len: list[int] = []
         self.origin: list[tuple[str, str, str]] = []  # (computation, instruction, kind)
         self.share: list[tuple[int, int, int]] = []  # (new value, operand value, time)
-        #: fused computation name -> operand name -> indices of the instructions using it (``_users``)
+        #: fused computation name -> parameter name -> indices of the instructions using it (``_parameter_users``)
         self.users: dict[str, dict[str, list[int]]] = {}
         self.operand_values: dict[int, tuple[int, ...]] = {}
         self.copy_reads: dict[int, tuple[int, ...]] = {}
@@ -465,8 +465,8 @@ def _elementwise_use(inst: Any, operand: int, module: HloModule,
                      users: dict[str, dict[str, list[int]]] | None = None) -> bool:
     """Whether a loop fusion reads operand ``operand`` only elementwise (every user of the fused parameter is
     an elementwise instruction of the same dims): XLA lets its output take over that operand's buffer.
-    ``users``: a cache of ``_users`` by computation name (a fused computation is asked once per operand of
-    each fusion calling it; scanning its body each time was quadratic on large fusions)."""
+    ``users``: a cache of ``_parameter_users`` by computation name (a fused computation is asked once per
+    operand of each fusion calling it; scanning its body each time was quadratic on large fusions)."""
     names = inst.called_computations.get("calls", ())
     if not names:
         return False
@@ -480,7 +480,7 @@ def _elementwise_use(inst: Any, operand: int, module: HloModule,
     opcodes, shapes = comp.opcodes, comp.shapes
     by_name = users.get(comp.name) if users is not None else None
     if by_name is None:
-        by_name = _users(comp)
+        by_name = _parameter_users(comp)
         if users is not None:
             users[comp.name] = by_name
     found = False
@@ -491,13 +491,11 @@ def _elementwise_use(inst: Any, operand: int, module: HloModule,
     return found
 
 
-def _users(comp: Any) -> dict[str, list[int]]:
-    """Operand name -> the indices (in order, each once) of the instructions of ``comp`` that use it."""
-    out: dict[str, list[int]] = {}
-    for i, operands in enumerate(comp.operand_lists(range(len(comp)))):
-        for name in (operands if len(operands) < 2 else dict.fromkeys(operands)):
-            out.setdefault(name, []).append(i)
-    return out
+def _parameter_users(comp: Any) -> dict[str, list[int]]:
+    """Parameter name -> the indices (in order, each once) of the instructions of ``comp`` that use it
+    (``HloComputation.operand_users``: counted in bulk on a body the parser kept as rows)."""
+    names = comp.names
+    return comp.operand_users({names[i] for i in comp.parameter_index.values()})
 
 
 def analyze_liveness(module: HloModule) -> Liveness:

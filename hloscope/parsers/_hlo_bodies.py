@@ -212,6 +212,30 @@ class LazyBody:
             return (text[1:],)  # one operand (bitcast, slice, ...): what _row_operands reads, sooner
         return _row_operands(row[4], text)
 
+    def operand_users(self, names: set[str]) -> dict[str, list[int]]:
+        """``HloComputation.operand_users``: from ``used`` (every operand name, in order) and the number of names
+        of each row, counted in bulk when every operand list is XLA's ``%a, %b``."""
+        import numpy as np
+
+        opcodes = self.opcodes
+        if _xla_operand_lists(self.rows, opcodes, set(opcodes).difference(KNOWN_OPCODES)) is not None:
+            texts = list(map(_G5, self.rows))
+            has = np.fromiter(map(bool, map(_NAMES_OPERANDS.__contains__, opcodes)), bool, len(texts)) & \
+                np.fromiter(map(bool, texts), bool, len(texts))
+            counts = np.where(has, np.fromiter(map(str.count, texts, repeat(", ")), np.int64, len(texts)) + 1, 0)
+        else:
+            counts = np.array([len(self.operands(i)) for i in range(len(opcodes))], np.int64)
+        rows_of_use = np.repeat(np.arange(len(opcodes)), counts).tolist()
+        out: dict[str, list[int]] = {}
+        for name, row in zip(self.used, rows_of_use):
+            if name in names:
+                found = out.get(name)
+                if found is None:
+                    out[name] = [row]
+                elif found[-1] != row:
+                    found.append(row)
+        return out
+
     def operand_names(self, indices: Iterable[int] | None = None) -> list[str]:
         if indices is None:
             return self.used
@@ -237,16 +261,26 @@ def _row_operands(opcode: str, text: str) -> tuple[str, ...]:
 def _used_names(rows: list[tuple[str, ...]], opcodes: Sequence[str], unknown: set[str]) -> list[str]:
     """Every operand name of ``rows``, in order, read as ``_row_operands`` reads them row by row; over the whole
     body at once when every operand list is XLA's ``%a, %b`` (one join, one split)."""
-    if not unknown:
-        texts = list(filter(None, compress(map(_G5, rows), map(_NAMES_OPERANDS.__contains__, opcodes))))
-        if not texts:
-            return []
-        joined = ", ".join(texts)
-        seps = joined.count(", ")
-        # Each list starts with '%', and every ',', ' ' and '%' is part of a ", %" separator: split there.
-        if (joined[0] == "%" and "/" not in joined and joined.count(", %") == seps and joined.count(",") == seps
-                and joined.count(" ") == seps and joined.count("%") == seps + 1):
-            return joined[1:].split(", %")
+    joined = _xla_operand_lists(rows, opcodes, unknown)
+    if joined is not None:
+        return joined[1:].split(", %") if joined else []
     return list(chain.from_iterable(_row_operands(opcode, text) for opcode, text in zip(opcodes, map(_G5, rows))))
+
+
+def _xla_operand_lists(rows: list[tuple[str, ...]], opcodes: Sequence[str], unknown: set[str]) -> str | None:
+    """The operand lists of ``rows`` joined by ``", "`` (``""`` when none has one) when every one is XLA's
+    ``%a, %b`` -- each starts with ``%`` and every ``,``, blank and ``%`` is part of a ``", %"`` separator, so
+    a list of ``k`` separators holds ``k + 1`` names, as ``_row_operands`` reads it -- else None."""
+    if unknown:
+        return None
+    texts = list(filter(None, compress(map(_G5, rows), map(_NAMES_OPERANDS.__contains__, opcodes))))
+    if not texts:
+        return ""
+    joined = ", ".join(texts)
+    seps = joined.count(", ")
+    if (joined[0] == "%" and "/" not in joined and joined.count(", %") == seps and joined.count(",") == seps
+            and joined.count(" ") == seps and joined.count("%") == seps + 1):
+        return joined
+    return None
 
 

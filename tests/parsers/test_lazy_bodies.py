@@ -1,7 +1,7 @@
 """Computations whose instructions are built on first use (``HloComputation`` with an ``InstructionSource``).
 
 The parser hands over the bodies XLA prints as rows checked in bulk (``_Parser._lazy_body``); the column view
-(names, opcodes, shapes, parameters, operands, uses) must then say exactly what the built instructions say, and
+(names, opcodes, shapes, parameters, operands, uses, users) must then say exactly what the built instructions say, and
 the cost model -- which reads columns -- must give the same numbers on a module whose instructions were all
 built first (where the columns are derived from the instructions instead). Inputs: every HLO fixture, and the
 HLO texts of the public corpus that XLA accepts (skipped when the corpus is absent).
@@ -46,7 +46,23 @@ def _columns(comp: HloComputation) -> dict:
         "operand_names_odd": comp.operand_names(range(1, n, 2)),
         "root_index": comp.root_index,
         "len": n,
+        "operand_users": comp.operand_users(_asked(comp)),
     }
+
+
+def _asked(comp: HloComputation) -> set[str]:
+    """Names to ask ``operand_users`` for: the parameters, every other instruction's name, and one no
+    instruction uses."""
+    return set(comp.names[::2]) | {comp.names[i] for i in comp.parameter_index.values()} | {"no.such.name"}
+
+
+def _users_of(insts, asked: set[str]) -> dict[str, list[int]]:
+    out: dict[str, list[int]] = {}
+    for k, inst in enumerate(insts):
+        for name in dict.fromkeys(inst.operands):  # (a name twice in one operand list: one user)
+            if name in asked:
+                out.setdefault(name, []).append(k)
+    return out
 
 
 def _from_instructions(comp: HloComputation) -> dict:
@@ -61,6 +77,7 @@ def _from_instructions(comp: HloComputation) -> dict:
         "operand_names_odd": list(chain.from_iterable(i.operands for i in insts[1::2])),
         "root_index": next(k for k, i in enumerate(insts) if i.name == comp.root_name),
         "len": len(insts),
+        "operand_users": _users_of(insts, _asked(comp)),
     }
 
 
@@ -141,3 +158,15 @@ def test_which_bodies_are_lazy(monkeypatch: pytest.MonkeyPatch) -> None:
         long = len(comp) >= _hlo_text._LAZY_MIN_LINES
         assert comp.is_built == (comp.is_entry or not long), comp.name
     assert any(not comp.is_built for comp in module.computations)
+
+
+@pytest.mark.parametrize("path", FIXTURE_TEXTS[:6], ids=lambda p: p.name)
+def test_operand_users_of_built_computations(path: Path) -> None:
+    """``operand_users`` of computations the parser built at once (the entry, short bodies) reads the
+    instructions."""
+    module = parse_hlo_text(path.read_text(), path.name)
+    built = [comp for comp in module.computations if comp.is_built]
+    assert built
+    for comp in built:
+        asked = _asked(comp)
+        assert comp.operand_users(asked) == _users_of(comp.instructions, asked), comp.name
