@@ -326,16 +326,17 @@ class _RowLookups:
         self._categories: dict = {}
 
     def dtype(self, inst, computation: str) -> str:
-        """``score.op_dtype`` of ``inst`` (of ``computation``)."""
-        from hloscope.roofline.score import op_dtype
-
+        """``score.op_dtype`` of ``inst`` (of ``computation``). (``op_dtype`` is imported on a miss only: an
+        import statement run per row was most of this method's time.)"""
         opcode = inst.opcode
-        if opcode in ("dot", "convolution"):
+        if opcode in _FUSED_MATMUL:
             shape_of = self.module.computation(computation).shape_of
             operand_types = [shape_of(o).element_type for o in inst.operands[:2]]
             key = (opcode, tuple(operand_types), id(inst.shape))
             found = self._dtypes.get(key)
             if found is None:
+                from hloscope.roofline.score import op_dtype
+
                 found = self._dtypes[key] = op_dtype(inst, self.module, operand_types)
             return found
         if opcode == "fusion" or opcode in _SCORED_AS_MATMUL:
@@ -344,6 +345,8 @@ class _RowLookups:
             key = id(inst.shape)  # (the dtype of any other instruction is that of its result; shapes live on)
         found = self._dtypes.get(key)
         if found is None:
+            from hloscope.roofline.score import op_dtype
+
             found = self._dtypes[key] = op_dtype(inst, self.module)
         return found
 
