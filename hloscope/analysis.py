@@ -344,8 +344,6 @@ def scored_trace_report(costs, spec: ChipSpec, measured, files: list[str], with_
     steps (``parts_of(ops)``: the per-host ``steps.breakdown.HostPart`` of each host, in host order, merged
     here) and the overlap columns. One tail for a serial read and for ``hloscope.pod``'s per-host tasks, so that
     both give the same report."""
-    import types
-
     from hloscope.result import Report
     from hloscope.roofline.join import trace_coverage
     from hloscope.roofline.tables import modules_frame, ops_frame
@@ -355,7 +353,7 @@ def scored_trace_report(costs, spec: ChipSpec, measured, files: list[str], with_
 
     notes.extend(measured.notes)
     ops = ops_frame(costs, spec, measured.per_op, measured.busy_s)
-    coverage = trace_coverage(ops, measured, types.SimpleNamespace(files=list(files)), with_hlo)
+    coverage = trace_coverage(ops, measured, files, with_hlo)
     if lines is not None:
         total = float(ops["measured_s"].sum())
         by_rules = sum(t for k, (t, _) in measured.per_op.items() if k in lines.line_costed)  # (in a fixed order)

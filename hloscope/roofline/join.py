@@ -210,9 +210,9 @@ def measured_times(events: TraceEvents | OpTotals) -> Measured:
     return Measured(per_op, busy, runs_by_module, n_steps, devices, notes)
 
 
-def trace_coverage(ops_table: pd.DataFrame, measured: Measured, events: TraceEvents,
+def trace_coverage(ops_table: pd.DataFrame, measured: Measured, files: list[str],
                    modules_with_hlo: set[str]) -> dict[str, Any]:
-    """The report's ``coverage`` for a trace (``docs/report.md``).
+    """The report's ``coverage`` for a trace (``docs/report.md``); ``files``: the trace files read.
 
     ``joined_time_fraction`` is the share of measured op time whose op joined an instruction with a cost;
     ``unjoined_ops`` the number of (module, instruction) that did not; ``modules_without_hlo`` the modules that
@@ -225,7 +225,7 @@ def trace_coverage(ops_table: pd.DataFrame, measured: Measured, events: TraceEve
         "joined_time_fraction": joined / total if total else 0.0,
         "steps": measured.steps,
         "devices": measured.devices,
-        "files": list(events.files),
+        "files": list(files),
         "unjoined_ops": int(unjoined.sum()),
         "modules_without_hlo": sorted(set(measured.runs) - modules_with_hlo),
         "module_runs": {m: int(r) for m, r in sorted(measured.runs.items())},
