@@ -85,13 +85,13 @@ class BodyReader(InstructionReader):
                 return None  # a computation written in place
             if c:
                 called[i] = c
-        used = _used_names(matches, opcodes, unknown)
+        used, used_in_bulk = _used_names(matches, opcodes, unknown)
         if not name_set.issuperset(used):
             return None
         if unknown:
             self.unknown_opcodes.update(unknown.difference(ASYNC_FORMS))
         return LazyBody(self, matches, lineno, names, opcodes, tuple(map(shapes.__getitem__, shape_texts)),
-                         parameter_index, called, used, root)
+                         parameter_index, called, used, used_in_bulk, root)
 
     def _rows(self, matches: list[tuple[str, ...]], lineno: int,
               called_at: dict[int, dict[str, tuple[str, ...]]] | None = None
@@ -169,11 +169,12 @@ class LazyBody:
     and the columns made from them; the instructions are built from the rows on first use."""
 
     __slots__ = ("parser", "rows", "line", "names", "opcodes", "shapes", "parameter_index", "called", "used",
-                 "root")
+                 "used_in_bulk", "root")
 
     def __init__(self, parser: BodyReader, rows: list[tuple[str, ...]], line: int, names: tuple[str, ...],
                  opcodes: tuple[str, ...], shapes: tuple[Shape, ...], parameter_index: dict[int, int],
-                 called: dict[int, dict[str, tuple[str, ...]]], used: list[str], root: str) -> None:
+                 called: dict[int, dict[str, tuple[str, ...]]], used: list[str], used_in_bulk: bool,
+                 root: str) -> None:
         self.parser = parser
         self.rows = rows
         self.line = line
@@ -185,6 +186,8 @@ class LazyBody:
         self.called = called
         #: every operand name, in order (``operand_names``).
         self.used = used
+        #: whether ``used`` was read in bulk: every operand list XLA's ``%a, %b`` (``_used_names``).
+        self.used_in_bulk = used_in_bulk
         self.root = root
 
     def build(self, index: int) -> HloInstruction:
@@ -218,7 +221,7 @@ class LazyBody:
         import numpy as np
 
         opcodes = self.opcodes
-        if _xla_operand_lists(self.rows, opcodes, set(opcodes).difference(KNOWN_OPCODES)) is not None:
+        if self.used_in_bulk:
             texts = list(map(_G5, self.rows))
             has = np.fromiter(map(bool, map(_NAMES_OPERANDS.__contains__, opcodes)), bool, len(texts)) & \
                 np.fromiter(map(bool, texts), bool, len(texts))
@@ -242,7 +245,7 @@ class LazyBody:
         picked = list(indices)
         picked_opcodes = list(map(self.opcodes.__getitem__, picked))
         return _used_names(list(map(self.rows.__getitem__, picked)), picked_opcodes,
-                           set(picked_opcodes).difference(KNOWN_OPCODES))
+                           set(picked_opcodes).difference(KNOWN_OPCODES))[0]
 
 
 def _row_operands(opcode: str, text: str) -> tuple[str, ...]:
@@ -258,29 +261,21 @@ def _row_operands(opcode: str, text: str) -> tuple[str, ...]:
     return operand_list(text)
 
 
-def _used_names(rows: list[tuple[str, ...]], opcodes: Sequence[str], unknown: set[str]) -> list[str]:
-    """Every operand name of ``rows``, in order, read as ``_row_operands`` reads them row by row; over the whole
-    body at once when every operand list is XLA's ``%a, %b`` (one join, one split)."""
-    joined = _xla_operand_lists(rows, opcodes, unknown)
-    if joined is not None:
-        return joined[1:].split(", %") if joined else []
-    return list(chain.from_iterable(_row_operands(opcode, text) for opcode, text in zip(opcodes, map(_G5, rows))))
-
-
-def _xla_operand_lists(rows: list[tuple[str, ...]], opcodes: Sequence[str], unknown: set[str]) -> str | None:
-    """The operand lists of ``rows`` joined by ``", "`` (``""`` when none has one) when every one is XLA's
-    ``%a, %b`` -- each starts with ``%`` and every ``,``, blank and ``%`` is part of a ``", %"`` separator, so
-    a list of ``k`` separators holds ``k + 1`` names, as ``_row_operands`` reads it -- else None."""
-    if unknown:
-        return None
-    texts = list(filter(None, compress(map(_G5, rows), map(_NAMES_OPERANDS.__contains__, opcodes))))
-    if not texts:
-        return ""
-    joined = ", ".join(texts)
-    seps = joined.count(", ")
-    if (joined[0] == "%" and "/" not in joined and joined.count(", %") == seps and joined.count(",") == seps
-            and joined.count(" ") == seps and joined.count("%") == seps + 1):
-        return joined
-    return None
+def _used_names(rows: list[tuple[str, ...]], opcodes: Sequence[str], unknown: set[str]) -> tuple[list[str], bool]:
+    """Every operand name of ``rows``, in order, read as ``_row_operands`` reads them row by row, and whether they
+    were read over the whole body at once: when every operand list is XLA's ``%a, %b`` (one join, one split), a
+    list of ``k`` separators holding ``k + 1`` names."""
+    if not unknown:
+        texts = list(filter(None, compress(map(_G5, rows), map(_NAMES_OPERANDS.__contains__, opcodes))))
+        if not texts:
+            return [], True
+        joined = ", ".join(texts)
+        seps = joined.count(", ")
+        # Each list starts with '%', and every ',', ' ' and '%' is part of a ", %" separator: split there.
+        if (joined[0] == "%" and "/" not in joined and joined.count(", %") == seps and joined.count(",") == seps
+                and joined.count(" ") == seps and joined.count("%") == seps + 1):
+            return joined[1:].split(", %"), True
+    return list(chain.from_iterable(_row_operands(opcode, text)
+                                    for opcode, text in zip(opcodes, map(_G5, rows)))), False
 
 
