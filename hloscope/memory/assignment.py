@@ -84,8 +84,8 @@ def _interferes(a: Buffer, b: Buffer) -> bool:
 
 
 class _Anchors:
-    """The live range of the first buffer of each reusable allocation (in ``reusable`` order), to skip the
-    allocations that certainly refuse a buffer: one whose first buffer's range overlaps the buffer's by more
+    """The live range of the first buffer of each reusable allocation (in the order they were made), to skip
+    the allocations that certainly refuse a buffer: one whose first buffer's range overlaps the buffer's by more
     than a shared end point makes ``_interferes`` true, so ``try_assign`` would refuse. XLA tries every
     reusable allocation in turn; on modules with many live-out buffers nearly every try fails on that first
     buffer (the corpus's mixtral: 13 million tries).
@@ -130,8 +130,7 @@ def assign_buffers(liveness: Liveness) -> Assignment:
     order = sorted(buffers, key=lambda b: (-b.size_bytes, not b.live_out, b.post_order, b.id))
     allocations: list[Allocation] = []
     allocation_of: dict[int, int] = {}
-    reusable: list[int] = []  # allocation indices, largest first
-    anchors = _Anchors()  # the first buffer of each reusable allocation, for skipping sure refusals
+    anchors = _Anchors()  # the reusable allocations (largest first) by their first buffer, to skip sure refusals
     temps: list[int] = []
 
     # Per allocation, its buffers' live ranges sorted by (start, end). No two ranges of one allocation overlap
@@ -176,7 +175,6 @@ def assign_buffers(liveness: Liveness) -> Assignment:
             allocations.append(Allocation("parameter", b.size_bytes, [b.id], b.live_out,
                                           readonly=not b.aliased_parameter))
             if b.aliased_parameter:
-                reusable.append(len(allocations) - 1)
                 anchors.add(len(allocations) - 1, b)
                 add_range(len(allocations) - 1, b)
             continue
@@ -197,7 +195,7 @@ def assign_buffers(liveness: Liveness) -> Assignment:
                 done = True
                 break
         if not done:
-            for index in anchors.candidates(b):  # (reversed(reusable) without those sure to refuse b)
+            for index in anchors.candidates(b):  # (every reusable one, last first, but those sure to refuse b)
                 if try_assign(index, b):
                     done = True
                     break
@@ -208,7 +206,6 @@ def assign_buffers(liveness: Liveness) -> Assignment:
             continue
         allocation_of[b.id] = len(allocations)
         allocations.append(Allocation("output", b.size_bytes, [b.id], True))
-        reusable.append(len(allocations) - 1)
         anchors.add(len(allocations) - 1, b)
         add_range(len(allocations) - 1, b)
     temp_bytes, peak_time = _peak(liveness, temps, 1 if liveness.tiled else CPU_ALIGNMENT_BYTES)

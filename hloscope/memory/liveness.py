@@ -581,9 +581,7 @@ def _merged_buffer(walk: _Walk, bid: int, values: list[int], end: int, tiled: bo
     first = min(values, key=define_time.__getitem__)
     tables = [walk.table_len[v] for v in values if shapes[v] is None]
     if tables:
-        size, host, shape = POINTER_BYTES * max(tables), 0, None
-        if tiled:
-            size = -(-size // TPU_GRANULE_BYTES) * TPU_GRANULE_BYTES
+        size, host, shape = _table_bytes(max(tables), tiled), 0, None
     else:
         size = max(shapes[v].hbm_size_bytes for v in values)
         host = max(shapes[v].host_size_bytes for v in values)
@@ -611,10 +609,15 @@ def _single_buffer(walk: _Walk, bid: int, v: int, end: int, tiled: bool) -> Buff
         kind = "temp"
     shape = walk.shapes[v]
     if shape is None:  # a tuple's index table
-        size, host = POINTER_BYTES * walk.table_len[v], 0
-        if tiled:
-            size = -(-size // TPU_GRANULE_BYTES) * TPU_GRANULE_BYTES
+        size, host = _table_bytes(walk.table_len[v], tiled), 0
     else:
         size, host = shape.hbm_size_bytes, shape.host_size_bytes
     return Buffer(bid, size, host, start, stop, kind, live_out, kind == "parameter" and live_out, shape is None,
                   (comp, inst), shape, post_order=walk.post_order.get((comp, inst), 0))
+
+
+def _table_bytes(entries: int, tiled: bool) -> int:
+    """Bytes of a tuple's index table of ``entries`` pointers (``POINTER_BYTES`` each), rounded up to the TPU
+    granule on a tiled (TPU) program."""
+    size = POINTER_BYTES * entries
+    return -(-size // TPU_GRANULE_BYTES) * TPU_GRANULE_BYTES if tiled else size
