@@ -18,7 +18,7 @@ from hloscope.hlo import HloInstruction, Shape
 from hloscope._gc import paused_gc
 from hloscope.parsers import _hlo_re as r
 from hloscope.parsers._hlo_attrs import ASYNC_FORMS, KNOWN_OPCODES
-from hloscope.parsers._hlo_instruction import CALL_KEY_HINT, NO_CALLS, InstructionReader
+from hloscope.parsers._hlo_instruction import NO_CALLS, InstructionReader, has_call_key
 from hloscope.parsers._hlo_lexer import operand_list
 
 _SIGIL_FINDALL = r.SIGIL_NAME.findall
@@ -72,7 +72,7 @@ class BodyReader(InstructionReader):
         rests = list(map(_G6, matches))
         sigils = list(map(_G1, matches))
         if "" in sigils:  # a name printed without '%': its called computations are found by key (as in _rows)
-            hint = CALL_KEY_HINT.search
+            hint = has_call_key
             calling = [i for i, (sigil, rest) in enumerate(zip(sigils, rests))
                        if rest and (("=%" in rest or "={%" in rest) if sigil else hint(rest))]
         else:  # (most attribute texts hold no '%' at all: found in C)
@@ -117,7 +117,7 @@ class BodyReader(InstructionReader):
         # paired across lines, are caught when the attributes are decoded; XLA never prints them.)
         for is_root, sigil, name, shape_text, opcode, operand_text, rest in matches:
             called = no_calls
-            if rest and (("%" in rest and ("=%" in rest or "={%" in rest)) if sigil else CALL_KEY_HINT.search(rest)):
+            if rest and (("%" in rest and ("=%" in rest or "={%" in rest)) if sigil else has_call_key(rest)):
                 called = self._called(rest, ln) if called_at is None else called_at.get(ln - lineno, no_calls)
                 if called is None:
                     return None

@@ -24,21 +24,15 @@ _CALL_KEYS = sorted(set(CALLED_COMPUTATION_ROLES) | LIST_CALL_KEYS, key=lambda k
 _CALL_KEY_PROBES = tuple(k + "=" for k in _CALL_KEYS)
 
 
-class _CallKeyHint:
-    """Cheap test for an attribute naming a called computation (then ``_CALL_KEY`` reads it exactly):
-    ``search(text)`` is true when some ``key=`` of a call key occurs in ``text``, as the regex
-    ``(?:calls|to_apply|...)=`` would find -- one substring search per key, several times faster than that
-    alternation over a long metadata text (issue #16)."""
-
-    @staticmethod
-    def search(text: str) -> bool:
-        for probe in _CALL_KEY_PROBES:
-            if probe in text:
-                return True
-        return False
-
-
-CALL_KEY_HINT = _CallKeyHint()
+def has_call_key(text: str) -> bool:
+    """Cheap test for an attribute naming a called computation (then ``_CALL_KEY`` reads it exactly): whether
+    some ``key=`` of a call key occurs in ``text``, as the regex ``(?:calls|to_apply|...)=`` would find -- one
+    substring search per key, several times faster than that alternation over a long metadata text (issue
+    #16)."""
+    for probe in _CALL_KEY_PROBES:
+        if probe in text:
+            return True
+    return False
 _CALL_KEY = re.compile(r"(?:^|,)\s*(%s)=(\{[^}]*\}|[^\s,]+)" % "|".join(map(re.escape, _CALL_KEYS)))
 #: An instruction written in place as an operand: an opcode right before '(' (not part of a name).
 _NESTED_OPERAND = re.compile(r"(?<![\w.%\-])[a-z][a-z0-9\-_]*\s*\(")
@@ -67,7 +61,7 @@ class InstructionReader(Decoder):
                 if (rest[0] != "," or rest[-1] in ",=" or rest.count("{") != rest.count("}")
                         or rest.count('"') & 1 or " = " in rest):
                     return None  # continued on the next line, or quoting the split cannot trust
-                if ("=%" in rest or "={%" in rest) if "%" in rest else CALL_KEY_HINT.search(rest):
+                if ("=%" in rest or "={%" in rest) if "%" in rest else has_call_key(rest):
                     called = self._called(rest, lineno)
                     if called is None:
                         return None
