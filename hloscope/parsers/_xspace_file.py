@@ -437,11 +437,8 @@ def _scan_ref(ref: _LineRef, want, source: str):
 #: Below this many bytes of lines, :func:`_scan_refs` scans in the calling thread (a thread costs more than it
 #: saves on small profiles, and tests stay single-threaded).
 _PREFETCH_MIN_BYTES = 16 << 20
-#: Scanned chunks each background thread of :func:`_scan_refs` may hold ready ahead of the consumer (~5 MB each).
+#: Scanned chunks the background thread of :func:`_scan_refs` may hold ready ahead of the consumer (~5 MB each).
 _PREFETCH_AHEAD = 2
-#: Background threads of :func:`_scan_refs`: line ``i`` is scanned by thread ``i % _PREFETCH_THREADS``, so that
-#: one line's upb split (which holds the GIL) overlaps another's numpy decoding.
-_PREFETCH_THREADS = 1
 
 
 def _scan_refs(refs: list[_LineRef], want, source: str):
@@ -450,12 +447,12 @@ def _scan_refs(refs: list[_LineRef], want, source: str):
     when the line turns out not to be wanted; the next line then comes as usual).
 
     On a large plane (lines of :data:`_PREFETCH_MIN_BYTES` or more, byte ranges known) the lines are read and
-    scanned -- file read, upb split, numpy field decoding, most of which releases the GIL -- in
-    :data:`_PREFETCH_THREADS` background threads, each at most :data:`_PREFETCH_AHEAD` chunks ahead of the
-    consumer, so that the consumer's per-event work (stat lookups, name interning, sorting) runs on another
-    core. Memory: up to ``_PREFETCH_THREADS + 1`` lines' bytes at once. Interning stays in the consumer, in line
-    order, so the tables are the same as a serial read; an error of a line (``TraceError``) is raised where the
-    consumer reaches it, as in a serial read.
+    scanned -- file read, upb split, numpy field decoding, most of which releases the GIL -- in one background
+    thread, at most :data:`_PREFETCH_AHEAD` chunks ahead of the consumer, so that the consumer's per-event work
+    (stat lookups, name interning, sorting) runs on another core. Memory: up to two lines' bytes at once (a
+    second thread was measured: +150 MB and no faster, benchmarks/README.md). Interning stays in the consumer,
+    in line order, so the tables are the same as a serial read; an error of a line (``TraceError``) is raised
+    where the consumer reaches it, as in a serial read.
     """
     if len(refs) < 2 or sum((r.span[1] - r.span[0]) if r.span else 0 for r in refs) < _PREFETCH_MIN_BYTES:
         for ref in refs:
@@ -467,12 +464,11 @@ def _scan_refs(refs: list[_LineRef], want, source: str):
     from hloscope.parsers._xspace_wire import _line_split_class
 
     _line_split_class()  # built once here, not concurrently
-    n_threads = min(_PREFETCH_THREADS, len(refs))
-    queues = [queue.Queue(maxsize=_PREFETCH_AHEAD) for _ in range(n_threads)]
+    q: queue.Queue = queue.Queue(maxsize=_PREFETCH_AHEAD)
     stop = threading.Event()
-    skip = [-1]  # lines up to this index were abandoned by the consumer: the producers stop scanning them
+    skip = [-1]  # lines up to this index were abandoned by the consumer: the producer stops scanning them
 
-    def put(q, item) -> bool:
+    def put(item) -> bool:
         while not stop.is_set():
             try:
                 q.put(item, timeout=0.05)
@@ -481,32 +477,28 @@ def _scan_refs(refs: list[_LineRef], want, source: str):
                 continue
         return False
 
-    def produce(w: int) -> None:
-        q = queues[w]
-        for i in range(w, len(refs), n_threads):
+    def produce() -> None:
+        for i, ref in enumerate(refs):
             try:
-                for sl in _scan_ref(refs[i], want, source):
+                for sl in _scan_ref(ref, want, source):
                     if i <= skip[0]:
                         break
-                    if not put(q, ("chunk", sl)):
+                    if not put(("chunk", sl)):
                         return
                     del sl
             except BaseException as e:  # noqa: BLE001 -- handed to the consumer, raised there
-                if not put(q, ("error", e)):
+                if not put(("error", e)):
                     return
-            if not put(q, ("end", None)):
+            if not put(("end", None)):
                 return
 
-    workers = [threading.Thread(target=produce, args=(w,), name=f"hloscope-xplane-scan-{w}", daemon=True)
-               for w in range(n_threads)]
-    for t in workers:
-        t.start()
+    worker = threading.Thread(target=produce, name="hloscope-xplane-scan", daemon=True)
+    worker.start()
     try:
         for i, ref in enumerate(refs):
-            q = queues[i % n_threads]
             ended = [False]  # the line's end was read by its chunk iterator
 
-            def chunks(q=q, ended=ended):
+            def chunks(ended=ended):
                 while True:
                     kind, payload = q.get()
                     if kind == "end":
@@ -524,5 +516,4 @@ def _scan_refs(refs: list[_LineRef], want, source: str):
                 ended[0] = q.get()[0] == "end"
     finally:
         stop.set()
-        for t in workers:
-            t.join()
+        worker.join()
