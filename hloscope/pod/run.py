@@ -120,9 +120,9 @@ def _map_hosts(files: list[str], shared_args: tuple, client, workers, scheduler,
     ``shared_args``: its arguments after the path, the same for every file."""
     from hloscope.pod.host import reduce_host, reduce_hosts
 
+    sizes = [os.path.getsize(f) if os.path.exists(f) else 0 for f in files]
     if workers is None and client is None and scheduler is None:
-        size = sum(os.path.getsize(f) for f in files if os.path.exists(f))
-        workers = 0 if size < LOCAL_CLUSTER_FROM_BYTES else None
+        workers = 0 if sum(sizes) < LOCAL_CLUSTER_FROM_BYTES else None
     if client is None and scheduler is None and (workers == 0 or len(files) == 1):
         return [reduce_host(f, *shared_args) for f in _shown(files, progress)]
     Client, LocalCluster = _dask()
@@ -137,7 +137,7 @@ def _map_hosts(files: list[str], shared_args: tuple, client, workers, scheduler,
 
         client.run(warm_up)
         shared = client.scatter(list(shared_args[:3]), broadcast=True)
-        batches = _batches(files, len(client.scheduler_info().get("workers", {})) or 1)
+        batches = _batches(files, sizes, len(client.scheduler_info().get("workers", {})) or 1)
         futures = client.map(reduce_hosts, batches, info=shared[0], async_pairs=shared[1], hlo_texts=shared[2],
                              reference_ns=shared_args[3], pure=False)
         order = {f.key: i for i, f in enumerate(futures)}
@@ -161,9 +161,9 @@ def _map_hosts(files: list[str], shared_args: tuple, client, workers, scheduler,
 BATCH_BYTES = 32 * 2**20
 
 
-def _batches(files: list[str], workers: int) -> list[list[str]]:
-    """``files`` in consecutive batches (see ``BATCH_BYTES``), each file in one batch, order kept."""
-    sizes = [os.path.getsize(f) if os.path.exists(f) else 0 for f in files]
+def _batches(files: list[str], sizes: list[int], workers: int) -> list[list[str]]:
+    """``files`` (of ``sizes`` bytes) in consecutive batches (see ``BATCH_BYTES``), each file in one batch, order
+    kept."""
     by_count = max(1, -(-len(files) // (4 * workers)))  # at most this many files per task
     out: list[list[str]] = []
     cur: list[str] = []
