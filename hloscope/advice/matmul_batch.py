@@ -70,7 +70,8 @@ def advise(report: Report) -> list[Advice]:
         out.append(Advice(
             RULE, r["module"], r["instruction"],
             f"dot {f'{mm.batch} x ' if mm.batch > 1 else ''}{mm.m}x{mm.k} @ {mm.k}x{mm.n}: intensity {r['intensity']:.1f} < critical "
-            f"{ic:.0f} FLOPs/byte ({r['dtype']}); memory {duration(r['memory_s'])} vs compute {duration(r['compute_s'])}",
+            f"{ic:.0f} FLOPs/byte ({r['dtype']}); memory {duration(r['memory_s'])} vs compute "
+            f"{duration(r['compute_s'])}",
             action, float(r["roofline_s"] - r["compute_s"]), "roofline_s - compute_s (time above the compute roof)",
             SOURCE))
     return out

@@ -36,7 +36,8 @@ def advise(report: Report) -> list[Advice]:
             new = max(r["compute_s"] / passes, r["memory_s"], r["comm_s"])
             out.append(Advice(
                 RULE, r["module"], r["instruction"],
-                f"{r['dtype']} dot at {passes} bf16 passes (operand_precision high/highest): compute {duration(r['compute_s'])}",
+                f"{r['dtype']} dot at {passes} bf16 passes (operand_precision high/highest): compute "
+                f"{duration(r['compute_s'])}",
                 "use precision=DEFAULT (one bf16 pass) or bf16 operands where the accuracy allows",
                 float(r["roofline_s"] - new), f"roofline_s - max(compute_s / {passes}, memory_s, comm_s)", SOURCE))
             continue

@@ -148,7 +148,6 @@ class Report(ReportAssertions):
         ``dumps_indent1`` prints as the lists of dicts without the dicts being made (``to_json``)."""
         from hloscope.roofline.chips import chip_to_dict
 
-
         def caveat_list(caveats: str | None) -> list[str]:
             return [f for f in caveats.split(",") if f] if caveats else []
 

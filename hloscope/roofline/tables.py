@@ -25,8 +25,8 @@ OP_COLUMNS = [
     "flops", "transcendentals", "hbm_bytes", "hbm_read_bytes", "hbm_write_bytes", "wire_bytes", "comm_kind",
     "group_size", "dtype", "intensity", "critical_intensity", "compute_s", "memory_s", "comm_s", "roofline_s",
     "bound", "measured_s", "occurrences", "step_fraction", "efficiency", "achieved_flops_per_s",
-    "achieved_bytes_per_s", "lost_s", "overlap_window_s", "exposed_comm_s", "overlapped_comm_s", "slowest_participant_s", "caveats",
-    "result_shape",
+    "achieved_bytes_per_s", "lost_s", "overlap_window_s", "exposed_comm_s", "overlapped_comm_s",
+    "slowest_participant_s", "caveats", "result_shape",
 ]
 
 #: The modules table's columns, in order.
@@ -131,7 +131,8 @@ def ops_frame(costs: list[ModuleCost], chip: ChipSpec, measured: Mapping[tuple[s
     if unjoined:
         # Trace ops that name no instruction of any module: listed, never dropped.
         for c in _BUILT_COLUMNS:
-            frame[c] = (frame[c].tolist() if isinstance(frame[c], np.ndarray) else frame[c]) + [math.nan] * len(unjoined)
+            values = frame[c].tolist() if isinstance(frame[c], np.ndarray) else frame[c]
+            frame[c] = values + [math.nan] * len(unjoined)
         for c in ("computation", "opcode", "op_name", "source", "comm_kind", "dtype", "bound", "result_shape"):
             frame[c][joined:] = [""] * len(unjoined)
         frame["module"][joined:] = [u[0] for u in unjoined]

@@ -37,7 +37,8 @@ def add_overlap_columns(ops: pd.DataFrame, modules: pd.DataFrame, hlo_modules: I
         windows, exposed_roof = async_overlap(hlo_modules, ops)
         if windows:
             ops["overlap_window_s"] = [windows.get(k, np.nan) for k in _keys(ops)]
-        modules["exposed_comm_roofline_s"] = [float(exposed_roof.get(name, np.nan)) for name in modules["name"].tolist()]
+        modules["exposed_comm_roofline_s"] = [float(exposed_roof.get(name, np.nan))
+                                              for name in modules["name"].tolist()]
     if breakdown is not None:
         keys = _keys(ops)
         per_op = breakdown.op_overlap
