@@ -36,6 +36,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from hloscope.compare.rules import Rule, RuleSpec, resolve
+from hloscope.roofline.tables import nansum
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -227,8 +228,8 @@ class Diff:
     def total(self, name: str) -> tuple[float, float]:
         """``(A, B)``: a module field summed over the modules (NaNs skipped; numpy's summation, as
         ``DataFrame.sum``)."""
-        return (_nansum([m[f"{name}_a"] for m in self._rows["modules"]]),
-                _nansum([m[f"{name}_b"] for m in self._rows["modules"]]))
+        return (nansum([m[f"{name}_a"] for m in self._rows["modules"]]),
+                nansum([m[f"{name}_b"] for m in self._rows["modules"]]))
 
     @property
     def roofline_change(self) -> float:
@@ -269,14 +270,6 @@ class Diff:
     def to_json(self, indent: int | None = 1) -> str:
         """The diff as JSON (``to_dict``; NaN as null)."""
         return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
-
-
-def _nansum(values: list[float]) -> float:
-    """The sum of ``values`` with NaNs as 0, by numpy's pairwise summation (what pandas' ``Series.sum`` gives)."""
-    import numpy as np
-
-    array = np.array(values, dtype=float)
-    return float(np.where(np.isnan(array), 0.0, array).sum())
 
 
 def _records(df: pd.DataFrame) -> list[dict[str, Any]]:
@@ -479,7 +472,7 @@ def compare(a: Report, b: Report, *, a_label: str = "A", b_label: str = "B",
         notes.append(f"modules only in {b_label} (appeared): {', '.join(only_b)}")
     rows_a = {str(r["name"]): r for r in module_rows_a}
     rows_b = {str(r["name"]): r for r in module_rows_b}
-    total_a = _nansum([_num(r["roofline_s"]) for r in module_rows_a])
+    total_a = nansum([_num(r["roofline_s"]) for r in module_rows_a])
     threshold = significant * total_a
     ops_a_by_module = _op_records(a)
     ops_b_by_module = _op_records(b)

@@ -442,8 +442,8 @@ def modules_frame(costs: list[ModuleCost], ops: pd.DataFrame, chip: ChipSpec,
         rows.append({
             "name": name, "flops": mc.flops, "transcendentals": mc.transcendentals,
             "hbm_bytes": mc.bytes_accessed, "wire_bytes": mc.comm_bytes,
-            "compute_s": _nansum(column(part_sums["compute_s"])), "memory_s": _nansum(column(part_sums["memory_s"])),
-            "comm_s": _nansum(column(part_sums["comm_s"])), "roofline_s": _nansum(roof), "measured_s": measured,
+            "compute_s": nansum(column(part_sums["compute_s"])), "memory_s": nansum(column(part_sums["memory_s"])),
+            "comm_s": nansum(column(part_sums["comm_s"])), "roofline_s": nansum(roof), "measured_s": measured,
             "mfu": module_mfu, "cost_coverage": int(known.sum()) / len(known) if len(known) else 1.0,
             "dtype": dtype, "compute_bound_s": float(by_bound.get("compute", 0.0)),
             "memory_bound_s": float(by_bound.get("memory", 0.0)),
@@ -455,8 +455,9 @@ def modules_frame(costs: list[ModuleCost], ops: pd.DataFrame, chip: ChipSpec,
     return pd.DataFrame(rows, columns=MODULE_COLUMNS)
 
 
-def _nansum(values) -> float:
-    """``Series.sum()`` of a float column: NaN as 0, then numpy's pairwise sum."""
+def nansum(values) -> float:
+    """``Series.sum()`` of a float column (a float array, or a list of floats): NaN as 0, then numpy's pairwise
+    sum. The modules table's totals, and ``compare.Diff``'s totals over its module rows."""
     import numpy as np
 
     return float(np.where(np.isnan(values), 0.0, values).sum())
