@@ -23,6 +23,7 @@ more than itself).
 
 from __future__ import annotations
 
+from itertools import compress
 from typing import TYPE_CHECKING, Iterable
 
 if TYPE_CHECKING:
@@ -47,7 +48,6 @@ def async_overlap(modules: Iterable[HloModule], ops: pd.DataFrame
         NaN when a collective's roofline time is unknown). Modules without collectives map to 0.
     """
     import math
-    from itertools import compress
 
     windows: dict[tuple[str, str], float] = {}
     exposed: dict[str, float] = {}
@@ -75,7 +75,7 @@ def async_overlap(modules: Iterable[HloModule], ops: pd.DataFrame
             work = {name: 0.0 if r != r else r for name, r, c in zip(instruction, roofline, is_comm) if not c}
         else:
             work = {}
-        by_comp = _ComputationWork(ops, module.name)
+        by_comp = _ComputationWork(computation, roofline, is_comm)
         pending = set(comm)
         homes = {computation[i] for i in comm_rows}  # (instruction names are unique in a module)
         total = 0.0
@@ -98,20 +98,24 @@ def async_overlap(modules: Iterable[HloModule], ops: pd.DataFrame
 
 
 class _ComputationWork:
-    """computation -> roofline seconds (per module run) of its non-communication ops in the ops table, made on
-    first use: only a ``while``/``call``/``conditional`` scheduled inside an async window needs it. The sum is
-    pandas' ``groupby(...).sum()`` (compensated summation, NaN skipped), as the table's other per-group sums."""
+    """computation -> roofline seconds (per module run) of its non-communication ops, from one module's ops-table
+    columns (``computation``, ``roofline_s``, and whether each row is communication), made on first use: only a
+    ``while``/``call``/``conditional`` scheduled inside an async window needs it. The sum is pandas'
+    ``groupby(...).sum()`` (NaN skipped)."""
 
-    __slots__ = ("_ops", "_module", "_sums")
+    __slots__ = ("_computation", "_roofline", "_is_comm", "_sums")
 
-    def __init__(self, ops: pd.DataFrame, module: str) -> None:
-        self._ops, self._module, self._sums = ops, module, None
+    def __init__(self, computation: list[str], roofline: list[float], is_comm: list[bool]) -> None:
+        self._computation, self._roofline, self._is_comm = computation, roofline, is_comm
+        self._sums: dict[str, float] | None = None
 
     def get(self, computation: str, default: float) -> float:
         if self._sums is None:
-            mine = self._ops[self._ops["module"] == self._module]
-            is_comm = (mine["category"] == "collective") | (mine["comm_kind"].astype(str) != "")
-            self._sums = mine.loc[~is_comm].groupby("computation")["roofline_s"].sum().to_dict()
+            import pandas as pd
+
+            work = [not c for c in self._is_comm]
+            self._sums = pd.Series(list(compress(self._roofline, work)), dtype=float).groupby(
+                list(compress(self._computation, work))).sum().to_dict()
         return self._sums.get(computation, default)
 
 
