@@ -139,3 +139,18 @@ def read_trace(path: str | os.PathLike[str], run: str | None = None) -> TraceEve
     if events.ops.empty:
         raise TraceError(where, _NO_OPS)
     return events
+
+
+def dense_codes(key, size: int):
+    """``np.unique(key, return_inverse=True)`` for integer keys in ``[0, size)`` (a few modules x instructions,
+    hosts x devices): the distinct keys in increasing order, and each key's index among them in ``key``'s dtype
+    -- by a lookup table of ``size`` entries instead of a sort of the keys (an events table holds millions of
+    rows and few distinct keys)."""
+    import numpy as np
+
+    seen = np.zeros(size, bool)
+    seen[key] = True
+    uniq = np.flatnonzero(seen)
+    lut = np.zeros(size, key.dtype)
+    lut[uniq] = np.arange(uniq.size, dtype=key.dtype)
+    return uniq, lut[key]

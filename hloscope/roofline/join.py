@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from hloscope.parsers.events import TraceEvents
 
 from hloscope.parsers.events import NO_MODULE as NO_MODULE  # noqa: E402 - re-exported
+from hloscope.parsers.events import dense_codes  # noqa: E402
 
 
 @dataclass
@@ -134,13 +135,8 @@ def _op_sums(ops: pd.DataFrame) -> dict[tuple[str, str], tuple[int, int]]:
                 zip(grouped.index, grouped["sum"].tolist(), grouped["count"].tolist())}
     key = mc.astype(np.int32) * np.int32(n_i)
     key += ic
-    seen = np.zeros(n_m * n_i, bool)
-    seen[key] = True
-    uniq = np.flatnonzero(seen)
-    lut = np.zeros(seen.size, np.int32)
-    lut[uniq] = np.arange(uniq.size, dtype=np.int32)
-    group = lut[key]
-    del key, seen, lut
+    uniq, group = dense_codes(key, n_m * n_i)
+    del key
     first = np.full(uniq.size, len(group), np.int64)  # first row of each group: groupby's sort=False order
     np.minimum.at(first, group, np.arange(len(group)))
     total = np.zeros(uniq.size, np.int64)  # exact integer sums (ps), not float

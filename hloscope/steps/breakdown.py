@@ -494,6 +494,8 @@ def _op_pairs(ev: pd.DataFrame) -> tuple[np.ndarray, list[tuple[str, str]]]:
     The index is ``int32`` (4 bytes per event) when the pairs fit, else ``int64``."""
     import numpy as np
 
+    from hloscope.parsers.events import dense_codes
+
     mod = ev["module"].astype("category")
     ins = ev["instruction"].astype("category")
     n = len(ins.cat.categories) + 1
@@ -502,13 +504,7 @@ def _op_pairs(ev: pd.DataFrame) -> tuple[np.ndarray, list[tuple[str, str]]]:
     key = mod.cat.codes.to_numpy().astype(kt) * kt(n)
     key += ins.cat.codes.to_numpy().astype(kt)
     if key.size and 0 <= key.min() and key.max() < max(1 << 24, 4 * key.size):
-        # dense keys (a few modules x instructions): a lookup table instead of sorting the events
-        seen = np.zeros(int(key.max()) + 1, bool)
-        seen[key] = True
-        uniq = np.flatnonzero(seen)
-        lut = np.zeros(seen.size, kt)
-        lut[uniq] = np.arange(uniq.size, dtype=kt)
-        inv = lut[key]
+        uniq, inv = dense_codes(key, int(key.max()) + 1)  # (a few modules x instructions: no sort of the events)
     else:
         uniq, inv = np.unique(key, return_inverse=True)
     del key
@@ -623,8 +619,7 @@ def _exposure(comm_pair: np.ndarray, names: list[tuple[str, str]], exposed_ps: n
     import numpy as np
 
     n = len(names)
-    sel = comm_pair
-    exp = np.bincount(sel, weights=exposed_ps, minlength=n)
-    ovl = np.bincount(sel, weights=overlapped_ps, minlength=n)
-    seen = np.bincount(sel, minlength=n) > 0
+    exp = np.bincount(comm_pair, weights=exposed_ps, minlength=n)
+    ovl = np.bincount(comm_pair, weights=overlapped_ps, minlength=n)
+    seen = np.bincount(comm_pair, minlength=n) > 0
     return {names[k]: (int(exp[k]), int(ovl[k])) for k in np.flatnonzero(seen).tolist()}
