@@ -63,10 +63,15 @@ def py_block_rows(src: str, pos: int) -> tuple[int, list[Row]] | None:
 
 
 def second_equals(line: str, start: int) -> bool:
-    """Whether ``line`` (one line, no line break) holds a `` = `` from ``start`` on that is not inside a string
-    closed on the line: outside any ``"``-delimited string (in which ``\\`` escapes the next character, as in
-    XLA's printed strings), or inside one the line leaves open."""
-    in_string = pending = False
+    """Whether ``line`` (one line, no line break) holds a `` = `` from ``start`` on that is not attribute text:
+    outside any ``"``-delimited string (in which ``\\`` escapes the next character, as in XLA's printed strings)
+    and outside any ``backend_config={...}`` dictionary, or inside a string or such a dictionary that the line
+    leaves open. (A typed-FFI custom call's ``backend_config`` is printed as an MLIR dictionary attribute,
+    ``{attn_heads = 32 : i64, ...}``, as Transformer Engine's fused attention is in the corpus's llama and
+    mixtral modules. A computation written in place, ``to_apply={...}``, still counts: its `` = `` is a second
+    instruction.)"""
+    in_string = string_equals = dict_equals = False
+    depth = 0  # braces open inside a backend_config={...} dictionary
     i, n = start, len(line)
     while i < n:
         c = line[i]
@@ -74,15 +79,31 @@ def second_equals(line: str, start: int) -> bool:
             if c == "\\":
                 i += 1
             elif c == '"':
-                in_string = pending = False
+                in_string = string_equals = False
             elif c == "=" and line[i - 1] == " " and line[i + 1:i + 2] == " ":
-                pending = True
+                string_equals = True
         elif c == '"':
             in_string = True
+        elif depth:
+            if c == "{":
+                depth += 1
+            elif c == "}":
+                depth -= 1
+                if not depth:
+                    dict_equals = False
+            elif c == "=" and line[i - 1] == " " and line[i + 1:i + 2] == " ":
+                dict_equals = True
+        elif c == "{" and i - start >= _DICT_KEY_LENGTH and line.startswith(_DICT_KEY, i - _DICT_KEY_LENGTH):
+            depth = 1
         elif c == "=" and i > start and line[i - 1] == " " and line[i + 1:i + 2] == " ":
             return True
         i += 1
-    return pending
+    return string_equals or dict_equals
+
+
+#: The attribute whose ``{...}`` value may hold `` = `` (``second_equals``).
+_DICT_KEY = "backend_config="
+_DICT_KEY_LENGTH = len(_DICT_KEY)
 
 
 def _compiled() -> Callable[[str, int], tuple[int, list[Row]] | None] | None:

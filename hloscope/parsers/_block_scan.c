@@ -7,7 +7,7 @@
  * that starts with '}' and ``rows`` holds one 7-tuple of ``str`` per line before it -- root marker, name
  * sigil, name, shape, opcode, operands, attributes, as ``BLOCK_LINE.findall`` gives them -- or None when there
  * is no such line, no line before it, an odd number of '"' before it, a line that ``BLOCK_LINE`` does not
- * match, or a ' = ' after a line's ``name = `` that is not inside a string closed on the line (``second_equals``).
+ * match, or a ' = ' after a line's ``name = `` that is not attribute text (``second_equals``).
  *
  * One pass over the text; a line is matched without backtracking, because ``BLOCK_LINE`` has at most one way to
  * match a line (its parts are separated by characters they cannot hold), except that "ROOT " may also begin a
@@ -213,28 +213,56 @@ ALWAYS_INLINE int has_equals(int kind, const void *data, Py_ssize_t i, Py_ssize_
 }
 
 /* ``second_equals`` of _block_rows.py on [i, e): whether a " = " there lies outside every '"'-delimited string
- * ('\\' escaping the next character inside one), or inside a string the line leaves open. Only asked when
- * has_equals found one. */
+ * ('\\' escaping the next character inside one) and every ``backend_config={...}`` dictionary, or inside a string
+ * or such a dictionary the line leaves open. Only asked when has_equals found one. */
+static const char DICT_KEY[] = "backend_config=";
+#define DICT_KEY_LENGTH ((Py_ssize_t)(sizeof(DICT_KEY) - 1))
+
+static int follows_dict_key(int kind, const void *data, Py_ssize_t i, Py_ssize_t k) {
+    Py_ssize_t j;
+    if (k - i < DICT_KEY_LENGTH) {
+        return 0;
+    }
+    for (j = 0; j < DICT_KEY_LENGTH; j++) {
+        if (CH(k - DICT_KEY_LENGTH + j) != (Py_UCS4)(unsigned char)DICT_KEY[j]) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
 static int second_equals(int kind, const void *data, Py_ssize_t i, Py_ssize_t e) {
-    int in_string = 0, pending = 0;
-    Py_ssize_t k;
+    int in_string = 0, string_equals = 0, dict_equals = 0;
+    Py_ssize_t depth = 0, k;
     for (k = i; k < e; k++) {
         Py_UCS4 c = CH(k);
         if (in_string) {
             if (c == '\\') {
                 k++;
             } else if (c == '"') {
-                in_string = pending = 0;
+                in_string = string_equals = 0;
             } else if (c == '=' && CH(k - 1) == ' ' && k + 1 < e && CH(k + 1) == ' ') {
-                pending = 1;
+                string_equals = 1;
             }
         } else if (c == '"') {
             in_string = 1;
+        } else if (depth) {
+            if (c == '{') {
+                depth++;
+            } else if (c == '}') {
+                if (--depth == 0) {
+                    dict_equals = 0;
+                }
+            } else if (c == '=' && CH(k - 1) == ' ' && k + 1 < e && CH(k + 1) == ' ') {
+                dict_equals = 1;
+            }
+        } else if (c == '{' && follows_dict_key(kind, data, i, k)) {
+            depth = 1;
         } else if (c == '=' && k > i && CH(k - 1) == ' ' && k + 1 < e && CH(k + 1) == ' ') {
             return 1;
         }
     }
-    return pending;
+    return string_equals || dict_equals;
 }
 
 /* Scan the lines from `pos` to the first that starts with '}' (before `length`): append a row per line to `rows`.

@@ -147,7 +147,7 @@ def test_the_rows_are_the_regex_groups(compiled) -> None:
 
 
 _SPECIALS = [" ", "=", " = ", '"', "\\", '=\\"', "(", ")", "%", "}", "{", "\n", "ROOT ", ",", "\t", "\r", "[",
-             ":", "x", "\u00e9", "\u2003", "\U0001f600", "/*", "\n}"]
+             ":", "x", "\u00e9", "\u2003", "\U0001f600", "/*", "\n}", "backend_config={"]
 
 
 @pytest.mark.parametrize("body, accepted", [
@@ -158,8 +158,18 @@ _SPECIALS = [" ", "=", " = ", '"', "\\", '=\\"', "(", ")", "%", "}", "{", "\n", 
     ('  %c = f32[] add(%a, %b), x="s = t", %d = f32[] add(%a, %b)\n', False),
     # A string left open at the line's end (closed on the next line) holding " = ": refused.
     ('  %c = f32[] custom-call(%a), backend_config="k = 1\n  %d = f32[] copy(%c), x="\n', False),
+    # A typed-FFI custom call's backend_config printed as an MLIR dictionary (Transformer Engine's fused
+    # attention in the corpus's llama and mixtral modules): attribute text, one instruction.
+    ('  %c = f32[] custom-call(%a), api_version=API_VERSION_TYPED_FFI, backend_config={attn_heads = 32 : i64, '
+     'is_training = true, scale = 1.000000e+00 : f64}\n', True),
+    ('  %c = f32[] custom-call(%a), backend_config={a = {b = 1 : i64}, s = "x } = {", c = 2 : i64}, x=1\n', True),
+    # ... but not a computation written in place, nor a dictionary left open, nor what follows a closed one.
+    ('  %c = f32[] reduce(%a, %z), dimensions={0}, to_apply={%p = f32[] parameter(0)}\n', False),
+    ('  %c = f32[] custom-call(%a), backend_config={k = 1 : i64, x=1\n', False),
+    ('  %c = f32[] custom-call(%a), backend_config={k = 1 : i64}, %d = f32[] copy(%c)\n', False),
+    ('  %c = f32[] custom-call(%a), other_config={k = 1 : i64}\n', False),
 ])
-def test_equals_inside_a_string(compiled, body: str, accepted: bool) -> None:
+def test_equals_in_attribute_text(compiled, body: str, accepted: bool) -> None:
     text = HEADER + body + "}\n"
     expected = py_block_rows(text, len(HEADER))
     assert (expected is not None) == accepted
@@ -168,10 +178,39 @@ def test_equals_inside_a_string(compiled, body: str, accepted: bool) -> None:
         assert expected[1] == BLOCK_LINE.findall(body)
 
 
+_TE_LINE = ('  %attn = (bf16[2,8,4]{2,1,0}, u8[48]{0}) custom-call(%q, %k, %v), custom_call_target="te_fused_attn", '
+            'api_version=API_VERSION_TYPED_FFI, backend_config={attn_heads = 4 : i64, is_training = true, '
+            'scaling_factor = 1.000000e+00 : f64}, metadata={op_name="jit(f)/attn"}\n')
+
+
+def test_a_backend_config_dictionary_reads_as_on_the_line_by_line_path() -> None:
+    """A body holding a typed-FFI ``backend_config={k = v : type, ...}`` is read whole (``block_rows``); its
+    instructions equal those the line-by-line loop reads when a comment line sends the body there."""
+    from hloscope.parsers import parse_hlo_text
+
+    body = ("  %q = bf16[2,8,4]{2,1,0} parameter(0)\n  %k = bf16[2,8,4]{2,1,0} parameter(1)\n"
+            "  %v = bf16[2,8,4]{2,1,0} parameter(2)\n" + _TE_LINE +
+            "  ROOT %o = bf16[2,8,4]{2,1,0} get-tuple-element(%attn), index=0\n")
+    header = "HloModule m\n\nENTRY %main (q: bf16[2,8,4], k: bf16[2,8,4], v: bf16[2,8,4]) -> bf16[2,8,4] {\n"
+    assert py_block_rows(header + body + "}\n", len(header)) is not None
+
+    def described(text: str) -> list:
+        return [(i.name, i.opcode, str(i.shape), i.operands, dict(i.attributes), i.backend_config_text,
+                 i.metadata) for i in parse_hlo_text(text).entry.instructions]
+
+    whole = described(header + body + "}\n")
+    by_line = described(header + "  // a comment: the line-by-line loop\n" + body + "}\n")
+    assert whole == by_line
+    attn = whole[3]
+    assert attn[5] == "{attn_heads = 4 : i64, is_training = true, scaling_factor = 1.000000e+00 : f64}"
+    assert attn[4]["custom_call_target"] == "te_fused_attn"
+
+
 def test_mutated_real_lines(compiled) -> None:
     """Real lines with a few characters inserted or removed: both scanners must agree on each body."""
     lines = [line + "\n" for path in sorted(FIXTURES.glob("*.hlo.txt"))
              for line in path.read_text().splitlines() if " = " in line][:4000]
+    lines += [_TE_LINE] * 200  # (no fixture holds a backend_config dictionary)
     rng = random.Random(20261123)
     accepted = 0
     for case in range(3000):
