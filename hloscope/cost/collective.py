@@ -47,16 +47,21 @@ DONE_OPCODES = frozenset({"all-reduce-done", "all-gather-done", "collective-perm
 
 
 def group_size(inst: HloInstruction, ctx: CostContext) -> int:
-    """N, the devices taking part in each group of ``inst`` (see module docstring)."""
-    groups = inst.attributes.get("replica_groups")
+    """N, the devices taking part in each group of ``inst`` (see module docstring). (Each attribute is read
+    alone, ``HloInstruction.attribute``: the rest of a collective's attributes -- metadata, backend config --
+    need not be decoded for its cost.)"""
+    groups = inst.attribute("replica_groups")
     if groups is not None and groups.group_size is not None:
         return groups.group_size  # (known without listing the groups: a mesh may number 2**20 devices)
     module = ctx.module
-    if "channel_id" not in inst.attributes:
+    if inst.attribute("channel_id", _ABSENT) is _ABSENT:
         return module.replica_count
-    if inst.attributes.get("use_global_device_ids"):
+    if inst.attribute("use_global_device_ids"):
         return module.replica_count * module.num_partitions
     return module.num_partitions
+
+
+_ABSENT = object()
 
 
 def cost(inst: HloInstruction, ctx: CostContext) -> OpCost:
@@ -83,7 +88,7 @@ def cost(inst: HloInstruction, ctx: CostContext) -> OpCost:
     elif kind == "all-reduce":
         wire = 2 * fraction * operand_bytes
     elif kind == "collective-permute":
-        pairs = inst.attributes.get("source_target_pairs", ())
+        pairs = inst.attribute("source_target_pairs", ())
         wire = operand_bytes if pairs or n else 0.0
     else:  # all-to-all, ragged-all-to-all, collective-broadcast
         wire = fraction * operand_bytes

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import re
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from hloscope.cost._types import OpCost
@@ -225,7 +226,8 @@ def mlir_attribute_dict(text: str) -> dict[str, Any] | None:
 
 def backend_config(inst: HloInstruction) -> dict[str, Any]:
     """The instruction's backend config as a dict: JSON or an MLIR attribute dictionary; {} when there is none
-    or it is neither."""
+    or it is neither. An MLIR dictionary is read once per distinct text (a model prints the same fused-attention
+    config in every layer) and the dict is shared: the cost rules read it, none changes it."""
     text = inst.backend_config_text
     if not text:
         return {}
@@ -233,10 +235,14 @@ def backend_config(inst: HloInstruction) -> dict[str, Any]:
     if isinstance(cfg, dict):
         return cfg
     if isinstance(cfg, str):
-        parsed = mlir_attribute_dict(cfg.strip())
+        parsed = _shared_mlir_attribute_dict(cfg.strip())
         if parsed is not None:
             return parsed
     return {}
+
+
+#: ``mlir_attribute_dict`` kept per text (bounded: a module holds a few distinct custom-call configs).
+_shared_mlir_attribute_dict = lru_cache(maxsize=1024)(mlir_attribute_dict)
 
 
 def cost_estimate(config: dict[str, Any]) -> dict[str, Any] | None:

@@ -50,7 +50,7 @@ def precision_flags(inst: HloInstruction, ctx: CostContext) -> frozenset[str]:
     operands whose ``operand_precision`` asks for more than DEFAULT (the lower of the two operands'); empty
     otherwise (module docstring). Values other than default/high/highest (``packed_nibble``) count as
     default."""
-    text = inst.attributes.get("operand_precision")
+    text = inst.attribute("operand_precision")  # (read alone: no full decode of the attributes)
     if not text or len(inst.operands) < 2:
         return frozenset()
     values = [v.strip().lower() for v in str(text).strip("{} ").split(",") if v.strip()]
@@ -71,7 +71,7 @@ def dot_flops(lhs_dims: tuple[int, ...], contracting: tuple[int, ...], output_el
 
 def dot(inst: HloInstruction, ctx: CostContext) -> OpCost:
     lhs = ctx.operand_shape(inst, 0)
-    contracting = inst.attributes.get("lhs_contracting_dims", ())
+    contracting = inst.attribute("lhs_contracting_dims", ())
     return boundary(inst, ctx, flops=dot_flops(lhs.dims, contracting, inst.shape.element_count),
                     flags=precision_flags(inst, ctx))
 

@@ -45,6 +45,13 @@ _BOUNDARY_MOVES = MOVE_OPCODES | {"copy"}
 #: dynamic shape flags the computation ``dynamic-shape`` (as ``elementwise.cost`` and ``boundary`` do).
 _COLUMN_OPCODES = _FLOP_OPCODES | _TRANSCENDENTAL_OPCODES | _NO_WORK
 _FLAGS_DYNAMIC = _FLOP_OPCODES | _TRANSCENDENTAL_OPCODES | _BOUNDARY_MOVES
+#: Opcodes whose rule reads nothing but the result shape and the operands' shapes (elementwise and data movement
+#: rules: ``elementwise.cost``, ``data_movement``), so that instructions with the same opcode and shapes cost
+#: the same.
+_SHAPE_RULED = _FLOP_OPCODES | _TRANSCENDENTAL_OPCODES | MOVE_OPCODES | {
+    "copy", "slice", "dynamic-slice", "dynamic-update-slice", "gather"}
+#: Most instructions a computation may hold for ``computation_work`` to share its cost by columns.
+_SMALL_COMPUTATION = 16
 _ELEMENTS = attrgetter("element_count")
 _IS_DYNAMIC = attrgetter("is_dynamic")
 
@@ -161,14 +168,18 @@ _UNKNOWN_OPCODE = frozenset({"unknown-opcode", "unknown-flops", "unknown-bytes"}
 
 
 class _Analyzer:
-    __slots__ = ("module", "totals", "work", "fusion_bytes", "contexts")
+    __slots__ = ("module", "totals", "work", "work_by_columns", "fusion_bytes", "contexts", "by_shapes")
 
     def __init__(self, module: HloModule) -> None:
         self.module = module
         self.totals: dict[str, OpCost] = {}
         self.work: dict[str, OpCost] = {}
+        #: (opcodes, ids of the shapes) -> ``computation_work`` of a small computation costed from its columns.
+        self.work_by_columns: dict[tuple, OpCost] = {}
         self.fusion_bytes: dict[str, fusion_rule.FusionBytes] = {}
         self.contexts: dict[str, CostContext] = {}
+        #: (opcode, id of the result shape, ids of the operand shapes) -> cost, for ``_SHAPE_RULED`` opcodes.
+        self.by_shapes: dict[tuple, OpCost] = {}
 
     def context(self, comp: HloComputation) -> CostContext:
         ctx = self.contexts.get(comp.name)
@@ -202,6 +213,14 @@ class _Analyzer:
             # Each sum is one pass in C over the columns (``compress``/``map``), not a step per instruction.
             opcodes = comp.opcodes
             shapes = comp.shapes
+            # A small computation costed from its columns alone (a reducer: XLA prints one per reduce and
+            # all-reduce) costs what any other with the same opcodes and shapes costs.
+            key = (opcodes, *map(id, shapes)) if len(opcodes) <= _SMALL_COMPUTATION else None
+            if key is not None:
+                total = self.work_by_columns.get(key)
+                if total is not None:
+                    self.work[name] = total
+                    return total
             present = set(opcodes)
             flops = transcendentals = 0
             if not _FLOP_OPCODES.isdisjoint(present):
@@ -221,6 +240,8 @@ class _Analyzer:
             flags = rest.flags | {"dynamic-shape"} if dynamic else rest.flags
             total = self.work[name] = OpCost(flops + rest.flops, transcendentals + rest.transcendentals, 0.0, 0.0,
                                              rest.comm_bytes, rest.comm_kind, rest.group_size, flags)
+            if key is not None and not others:
+                self.work_by_columns[key] = total
         return total
 
     def visit(self, comp: HloComputation, count: float, rows: list[CostRow],
@@ -234,10 +255,25 @@ class _Analyzer:
         ctx = self.context(comp)
         name = comp.name
         append = rows.append
+        by_shapes = self.by_shapes
+        shape_of = comp.shape_of
         for inst in instructions:
             opcode = inst.opcode
             rule = RULES.get(opcode)
             if rule is not None:
+                if opcode in _SHAPE_RULED:
+                    # The cost depends on the opcode and the result and operand shapes alone: computed once per
+                    # distinct (opcode, shapes), which a module repeats layer after layer.
+                    try:
+                        key = (opcode, id(inst.shape), *map(id, map(shape_of, inst.operands)))
+                    except KeyError:
+                        key = None
+                    if key is not None:
+                        cost = by_shapes.get(key)
+                        if cost is None:
+                            cost = by_shapes[key] = _apply(rule, inst, inst, ctx)
+                        append(CostRow(name, inst, cost, count))
+                        continue
                 append(CostRow(name, inst, _apply(rule, inst, inst, ctx), count))
             elif opcode.endswith("-start") and not inst.called_computations and opcode[:-6] in RULES:
                 # Async sugar printed without calls= (TPU slice-start, ...): result is ((operands), out, ctx).

@@ -1,0 +1,112 @@
+"""The cost walk shares work between instructions and computations that must cost the same
+(``hloscope.cost.module``): an elementwise or data-movement instruction by (opcode, result shape, operand shapes),
+a small reducer by its opcode and shape columns. These tests pin the contract each sharing relies on, and check
+that shared and unshared costs agree, with the expected numbers worked by hand."""
+
+from __future__ import annotations
+
+import pytest
+
+from hloscope.cost import RULES, data_movement, elementwise, module_cost
+from hloscope.cost import module as walk
+from hloscope.parsers import parse_hlo_text
+
+#: The rules that read nothing but the instruction's opcode, its result shape and its operands' shapes.
+_SHAPE_ONLY_RULES = {elementwise.cost, data_movement.move, data_movement.slice_, data_movement.dynamic_update_slice,
+                     data_movement.gather, data_movement.copy}
+
+
+def test_every_shape_shared_opcode_takes_a_shape_only_rule() -> None:
+    """A rule that came to read an attribute (a slice's strides, a copy's layout) would make two instructions with
+    the same shapes cost differently: such an opcode must leave ``_SHAPE_RULED``."""
+    assert walk._SHAPE_RULED <= set(RULES)
+    assert {RULES[op] for op in walk._SHAPE_RULED} <= _SHAPE_ONLY_RULES
+
+
+MODULE = """HloModule m
+
+%add.1 (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(f32[] %a, f32[] %b)
+}
+
+%add.2 (x: f32[], y: f32[]) -> f32[] {
+  %x = f32[] parameter(0)
+  %y = f32[] parameter(1)
+  ROOT %t = f32[] add(f32[] %x, f32[] %y)
+}
+
+%max.3 (x: f32[], y: f32[]) -> f32[] {
+  %x = f32[] parameter(0)
+  %y = f32[] parameter(1)
+  ROOT %t = f32[] maximum(f32[] %x, f32[] %y)
+}
+
+%fused.5 (x: f32[8,128]) -> f32[8,128] {
+  %x = f32[8,128]{1,0} parameter(0)
+  ROOT %m = f32[8,128]{1,0} multiply(%x, %x)
+}
+
+%fused.6 (x: f32[8,64]) -> f32[8,64] {
+  %x = f32[8,64]{1,0} parameter(0)
+  ROOT %m = f32[8,64]{1,0} multiply(%x, %x)
+}
+
+ENTRY %main (p: f32[8,128], q: f32[8,128], h: bf16[8,128]) -> (f32[8], f32[8], f32[8], f32[8,64], f32[8,128]) {
+  %p = f32[8,128]{1,0} parameter(0)
+  %q = f32[8,128]{1,0} parameter(1)
+  %h = bf16[8,128]{1,0} parameter(2)
+  %e1 = f32[8,128]{1,0} multiply(%p, %q)
+  %e2 = f32[8,128]{1,0} multiply(%q, %p)
+  %c = f32[8,128]{1,0} convert(%h)
+  %e3 = f32[8,128]{1,0} multiply(%c, %p)
+  %z = f32[] constant(0)
+  %r1 = f32[8] reduce(%e1, %z), dimensions={1}, to_apply=%add.1
+  %r2 = f32[8] reduce(%e2, %z), dimensions={1}, to_apply=%add.2
+  %r3 = f32[8] reduce(%e3, %z), dimensions={1}, to_apply=%max.3
+  %s = f32[8,64]{1,0} slice(%e1), slice={[0:8], [0:64]}
+  %t = f32[8,64]{1,0} slice(%e2), slice={[0:8], [64:128]}
+  %e4 = f32[8,64]{1,0} multiply(%s, %t)
+  %w = f32[8,128]{1,0} convert(%e1)
+  %f5 = f32[8,128]{1,0} fusion(%w), kind=kLoop, calls=%fused.5
+  %f6 = f32[8,64]{1,0} fusion(%e4), kind=kLoop, calls=%fused.6
+  ROOT %o = (f32[8], f32[8], f32[8], f32[8,64], f32[8,128]) tuple(%r1, %r2, %r3, %f6, %f5)
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def rows() -> dict:
+    return {r.instruction.name: r.cost for r in module_cost(parse_hlo_text(MODULE)).rows}
+
+
+def test_same_shapes_share_a_cost_and_others_do_not(rows) -> None:
+    elements, f32_bytes = 8 * 128, 8 * 128 * 4
+    # multiply: one FLOP per output element; both operands read, the result written.
+    assert rows["e1"] is rows["e2"]  # (same opcode, same shapes: one cost)
+    assert (rows["e1"].flops, rows["e1"].bytes_read, rows["e1"].bytes_written) == (elements, 2 * f32_bytes, f32_bytes)
+    assert rows["e3"] is rows["e1"]  # (its operand %c is a convert's result of the same shape)
+    # convert reads the bf16 operand (2 bytes an element), writes f32: another opcode, another cost.
+    assert (rows["c"].flops, rows["c"].bytes_read, rows["c"].bytes_written) == (elements, elements * 2, f32_bytes)
+    # The same opcodes on other shapes: their own costs.
+    assert (rows["e4"].flops, rows["e4"].bytes_read, rows["e4"].bytes_written) == (512, 2 * 512 * 4, 512 * 4)
+    assert (rows["w"].flops, rows["w"].bytes_read, rows["w"].bytes_written) == (elements, f32_bytes, f32_bytes)
+    # Two slices of other bounds, the same shapes: read and write the result's bytes (data_movement.slice_).
+    assert rows["s"] == rows["t"]
+    assert (rows["s"].bytes_read, rows["s"].bytes_written) == (8 * 64 * 4, 8 * 64 * 4)
+
+
+def test_small_computations_with_the_same_columns_share_their_work(rows) -> None:
+    # reduce over 128 of 1024 elements: 1024 - 8 applications of the reducer, one FLOP each (add or maximum).
+    for name in ("r1", "r2", "r3"):
+        assert rows[name].flops == 8 * 128 - 8
+    module = parse_hlo_text(MODULE)
+    analyzer = walk._Analyzer(module)
+    first, second, other = (analyzer.computation_work(n) for n in ("add.1", "add.2", "max.3"))
+    assert second is first  # renamed twins: one shared result
+    assert other is not first and other.flops == first.flops == 1
+    # The same opcodes on other shapes: other work (one FLOP per element of each fused multiply).
+    assert (analyzer.computation_work("fused.5").flops, analyzer.computation_work("fused.6").flops) == (1024, 512)
+    assert (rows["f5"].flops, rows["f6"].flops) == (1024, 512)
+    assert len(analyzer.work_by_columns) == 4
