@@ -54,14 +54,11 @@ def group_size(inst: HloInstruction, ctx: CostContext) -> int:
     if groups is not None and groups.group_size is not None:
         return groups.group_size  # (known without listing the groups: a mesh may number 2**20 devices)
     module = ctx.module
-    if inst.attribute("channel_id", _ABSENT) is _ABSENT:
+    if inst.attribute("channel_id") is None:  # (a printed channel_id is a number)
         return module.replica_count
     if inst.attribute("use_global_device_ids"):
         return module.replica_count * module.num_partitions
     return module.num_partitions
-
-
-_ABSENT = object()
 
 
 def cost(inst: HloInstruction, ctx: CostContext) -> OpCost:

@@ -47,9 +47,8 @@ _COLUMN_OPCODES = _FLOP_OPCODES | _TRANSCENDENTAL_OPCODES | _NO_WORK
 _FLAGS_DYNAMIC = _FLOP_OPCODES | _TRANSCENDENTAL_OPCODES | _BOUNDARY_MOVES
 #: Opcodes whose rule reads nothing but the result shape and the operands' shapes (elementwise and data movement
 #: rules: ``elementwise.cost``, ``data_movement``), so that instructions with the same opcode and shapes cost
-#: the same.
-_SHAPE_RULED = _FLOP_OPCODES | _TRANSCENDENTAL_OPCODES | MOVE_OPCODES | {
-    "copy", "slice", "dynamic-slice", "dynamic-update-slice", "gather"}
+#: the same: those costed from the columns, less the free ones (whose cost, zero, needs no lookup).
+_SHAPE_RULED = _COLUMN_OPCODES - FREE_OPCODES
 #: Most instructions a computation may hold for ``computation_work`` to share its cost by columns.
 _SMALL_COMPUTATION = 16
 _ELEMENTS = attrgetter("element_count")
