@@ -21,11 +21,15 @@ from collections.abc import Callable
 #: character that leaves a value open: such a line is read by the line-by-line loop). The spacing is XLA's
 #: exactly (one blank around ``=`` and after the shape; other spacing takes the line-by-line path); an array
 #: shape holds no blank, a tuple shape nests at most 4 levels of parentheses (layout tiles ``T(8,128)`` count).
-#: The shape is validated later, by ``parse_shape``.
+#: The shape is validated later, by ``parse_shape``. The operand list may hold tuple shapes nested as deep, each
+#: opening the list or following its ", " (XLA prints operand shapes in some dumps: ``conditional(s32[] %i, ()
+#: %t)``, ``get-tuple-element((f32[], s32[]) %w)``), read by ``operand_list``; a ``(`` after anything else (an
+#: operand written as an instruction in place, ``add(f32[] constant(1), %x)``) is for the line-by-line loop.
+_TUPLE = r"\((?:[^()\n]|\((?:[^()\n]|\((?:[^()\n]|\([^()\n]*\))*\))*\))*\)"  # parentheses 4 deep, no line break
 BLOCK_LINE = re.compile(
     r"^ *(ROOT )?(%?)([^\s=%]+) = "
-    r"([a-z][^ \n]*|\((?:[^()\n]|\((?:[^()\n]|\((?:[^()\n]|\([^()\n]*\))*\))*\))*\)) "  # array, or tuple
-    r"([a-z][a-z0-9\-_]*)\(([^()\n]*)\)(,[^\n]*[^\n,={\[(: \t\r]|)\n",
+    r"([a-z][^ \n]*|" + _TUPLE + r") "  # array, or tuple
+    r"([a-z][a-z0-9\-_]*)\(((?:[^()\n]|(?:(?<=\()|(?<=, ))" + _TUPLE + r")*)\)(,[^\n]*[^\n,={\[(: \t\r]|)\n",
     re.MULTILINE,
 )
 

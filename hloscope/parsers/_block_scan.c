@@ -129,20 +129,33 @@ ALWAYS_INLINE int match_from(int kind, const void *data, Py_ssize_t j, Py_ssize_
     }
     g->start[4] = start;
     g->end[4] = j;
-    /* \(([^()\n]*)\) */
+    /* \(((?:[^()\n]|a tuple opening the list or after its ", ": parentheses nested at most 4 deep)*)\) */
     if (j >= e || CH(j) != '(') {
         return 0;
     }
     j++;
     start = j;
-    while (j < e) {
-        c = CH(j);
-        if (c == '(' || c == ')') {
-            break;
+    {
+        int depth = 0;
+        while (j < e) {
+            c = CH(j);
+            if (c == '(') {
+                if (depth == 0 && j != start && (j - start < 2 || CH(j - 1) != ' ' || CH(j - 2) != ',')) {
+                    return 0; /* an operand written as an instruction in place: `add(f32[] constant(1), ...)` */
+                }
+                if (++depth > 4) {
+                    return 0;
+                }
+            } else if (c == ')') {
+                if (depth == 0) {
+                    break;
+                }
+                depth--;
+            }
+            j++;
         }
-        j++;
     }
-    if (j >= e || CH(j) != ')') {
+    if (j >= e) {
         return 0;
     }
     g->start[5] = start;

@@ -33,6 +33,22 @@ def has_call_key(text: str) -> bool:
         if probe in text:
             return True
     return False
+#: Known opcodes whose instruction never names a called computation (XLA: only call, conditional, while, fusion,
+#: map, reduce, reduce-window, scatter, select-and-scatter, sort, all-reduce(-start), reduce-scatter, custom-call
+#: and the async ops take one). A line naming instructions with '%' names its called computations with it as XLA
+#: prints them (``calls=%f``); a hand-written one may not (``true_computation=T``): for a line of any other
+#: opcode without ``=%``, ``has_call_key`` looks for the keys (``names_calls``).
+NEVER_CALLS = KNOWN_OPCODES - {"call", "conditional", "while", "fusion", "map", "reduce", "reduce-window", "scatter",
+                               "select-and-scatter", "sort", "all-reduce", "all-reduce-start", "reduce-scatter",
+                               "custom-call", "async-start", "async-update", "async-done"}
+
+
+def names_calls(opcode: str, rest: str) -> bool:
+    """Whether a line whose name is printed with '%' names called computations in its attribute text ``rest``
+    (then ``_called`` reads them): ``=%`` or ``={%``, or, for an opcode that may call, a call key."""
+    return "=%" in rest or "={%" in rest or (opcode not in NEVER_CALLS and has_call_key(rest))
+
+
 _CALL_KEY = re.compile(r"(?:^|,)\s*(%s)=(\{[^}]*\}|[^\s,]+)" % "|".join(map(re.escape, _CALL_KEYS)))
 #: An instruction written in place as an operand: an opcode right before '(' (not part of a name).
 _NESTED_OPERAND = re.compile(r"(?<![\w.%\-])[a-z][a-z0-9\-_]*\s*\(")
@@ -61,7 +77,7 @@ class InstructionReader(Decoder):
                 if (rest[0] != "," or rest[-1] in ",=" or rest.count("{") != rest.count("}")
                         or rest.count('"') & 1 or " = " in rest):
                     return None  # continued on the next line, or quoting the split cannot trust
-                if ("=%" in rest or "={%" in rest) if "%" in rest else has_call_key(rest):
+                if names_calls(opcode, rest) if "%" in rest else has_call_key(rest):
                     called = self._called(rest, lineno)
                     if called is None:
                         return None

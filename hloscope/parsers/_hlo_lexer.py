@@ -26,6 +26,14 @@ _BRACKET_OR_QUOTE = re.compile(r'[{}\[\]()"]')
 _SKIP_BLANKS = re.compile(r"[ \t]*")
 _LONE_SHAPE = re.compile(r"[a-z][a-z0-9]*\s*\[[^\]]*\](?:\s*\{[^}]*\})?")
 _BRACKET_OR_COMMA = re.compile(r"[,(){}\[\]]")
+#: An operand list as XLA prints it with operand shapes (``s32[] %i, f32[2,3]{1,0} %x, () %t, (s32[], f32[4]{0})
+#: %w``): each item a plain array shape (static dimensions, a layout of minor-to-major numbers) or a tuple of them,
+#: a blank, and ``%name``. In such a list every top-level comma is an item's ", " and each item's last token is
+#: its ``%name``: the names are ``_SHAPED_NAME``'s matches, as ``operand_list`` reads them item by item.
+_PLAIN_ARRAY = r"[a-z][a-z0-9]*\[[0-9,]*\](?:\{[0-9,]*\})?"
+_SHAPED_ITEM = rf"(?:{_PLAIN_ARRAY}|\((?:{_PLAIN_ARRAY}(?:, {_PLAIN_ARRAY})*)?\)) %[^\s,%(){{}}\[\]/]+"
+_SHAPED_OPERANDS = re.compile(rf"{_SHAPED_ITEM}(?:, {_SHAPED_ITEM})*")
+_SHAPED_NAME = re.compile(r" %([^\s,%(){}\[\]/]+)")
 _BRACKET_QUOTE_COMMA = re.compile(r'[{}\[\]()",]')
 #: What XLA's lexer skips between tokens: white space (line breaks included) and ``/* */`` and ``//`` comments.
 SKIP = re.compile(r"(?:\s+|/\*.*?\*/|//[^\n]*)*", re.DOTALL)
@@ -317,6 +325,8 @@ def operand_list(text: str) -> tuple[str, ...]:
     its top-level comma-separated entry; an entry that is only a shape names nothing (XLA reads none)."""
     if "/" in text:
         text = r.strip_comments(text)
+    elif _SHAPED_OPERANDS.fullmatch(text):  # (before-optimization dumps: most of their operand lists)
+        return tuple(_SHAPED_NAME.findall(text))
     if "(" not in text and "[" not in text and "{" not in text:
         pieces = text.split(",")
     else:

@@ -45,7 +45,7 @@ from hloscope.parsers._hlo_attrs import KNOWN_OPCODES
 from hloscope.parsers._hlo_bodies import BodyReader, LazyBody
 from hloscope.parsers._hlo_decode import resolve_stack_frames
 from hloscope.parsers._hlo_infer import INFERRED, ShapeInference
-from hloscope.parsers._hlo_instruction import NO_CALLS
+from hloscope.parsers._hlo_instruction import NO_CALLS, names_calls
 from hloscope.parsers._hlo_lexer import SKIP, operand_list
 
 _SIGIL_FINDALL = r.SIGIL_NAME.findall
@@ -283,7 +283,7 @@ class _Parser(BodyReader, ShapeInference):
                     pass
                 elif "%" in operand_text and opcode in known:
                     called = NO_CALLS
-                    if rest and ("=%" in rest or "={%" in rest):
+                    if rest and names_calls(opcode, rest):
                         called = self._called(rest, lineno)
                     if called is not None:
                         shape = shapes.get(shape_text)

@@ -101,6 +101,16 @@ EDGE_BODIES = [
     "  %x = f32[] copy(%y),\"\n",
     "  %x = f32[] copy(%y) \n",
     "  %x = f32[] copy((%y))\n",
+    # Operand shapes printed with the operands (before-optimization dumps), tuples among them.
+    "  %c = s32[11]{0} conditional(s32[] %i, s32[] %a, () %t), branch_computations={%b0, %b1}\n",
+    "  %g = f32[] get-tuple-element((f32[], (s32[], u8[2]{0})) %w), index=0\n",
+    "  %g = f32[] get-tuple-element((f32[], (s32[], (u8[], (pred[])))) %w), index=0\n",  # 4 deep
+    "  %g = f32[] get-tuple-element((f32[], (s32[], (u8[], (pred[], (f16[]))))) %w), index=0\n",  # 5: refused
+    "  %g = f32[] get-tuple-element((f32[] %w), index=0\n",  # a tuple left open
+    "  %g = f32[] get-tuple-element((f32[]), s32[]) %w)\n",
+    "  %a = f32[] add(f32[] constant(1), f32[] %x)\n",  # an operand written in place: refused
+    "  %a = token[] custom-call(token[] after-all()), custom_call_target=\"t\"\n",
+    "  %t = (f32[], ()) tuple(f32[] %x, () %y)\n",
     "  %x = f32[] copy(%y)(%z)\n",
     "  %x = f32[] Copy(%y)\n",
     "  %x = f32[] copy-start.1_2(%y)\n",
@@ -206,11 +216,43 @@ def test_a_backend_config_dictionary_reads_as_on_the_line_by_line_path() -> None
     assert attn[4]["custom_call_target"] == "te_fused_attn"
 
 
+_TUPLE_OPERAND_LINE = ('  %conditional.9 = s32[11]{0} conditional(s32[] %convert.8, s32[] %add.6, () %tuple.7), '
+                       'branch_computations={%region_2.3, %region_4.5}, metadata={op_name="jit(f)/cond"}\n')
+
+
+def test_operand_shapes_with_tuples_read_as_on_the_line_by_line_path() -> None:
+    """A body whose operand lists print tuple shapes (``() %t``, as the corpus's before-optimization dumps and
+    gemma3's entry do) is read whole; its instructions equal those the line-by-line loop reads."""
+    from hloscope.parsers import parse_hlo_text
+
+    body = ("  %p = (s32[], f32[4]{0}) parameter(0)\n"
+            "  %i = s32[] get-tuple-element((s32[], f32[4]{0}) %p), index=0\n"
+            "  %t = () tuple()\n"
+            "  %c = f32[4]{0} conditional(s32[] %i, () %t, (s32[], f32[4]{0}) %p), "
+            "branch_computations={%b0, %b1}, metadata={op_name=\"jit(f)/cond\"}\n"
+            "  ROOT %r = f32[4]{0} negate(f32[4]{0} %c)\n")
+    branches = "".join(f"%b{k} (a: ()) -> f32[4] {{\n  %a = () parameter(0)\n  ROOT %z = f32[4]{{0}} constant({{{k}, 0, 0, 0}})\n}}\n\n"
+                       for k in range(2))
+    header = "HloModule m\n\n" + branches + "ENTRY %main (p: (s32[], f32[4])) -> f32[4] {\n"
+    whole_text = header + body + "}\n"
+    assert py_block_rows(whole_text, len(header)) is not None
+
+    def described(text: str) -> list:
+        return [(i.name, i.opcode, str(i.shape), i.operands, dict(i.called_computations), i.is_root, i.line,
+                 dict(i.attributes), i.metadata) for i in parse_hlo_text(text).entry.instructions]
+
+    whole = described(whole_text)
+    by_line = described(header + "  // a comment: the line-by-line loop\n" + body + "}\n")
+    assert [w[:6] + w[7:] for w in whole] == [b[:6] + b[7:] for b in by_line]  # (lines differ by the comment)
+    assert whole[3][3] == ("i", "t", "p") and whole[3][4] == {"branch_computations": ("b0", "b1")}
+
+
 def test_mutated_real_lines(compiled) -> None:
     """Real lines with a few characters inserted or removed: both scanners must agree on each body."""
     lines = [line + "\n" for path in sorted(FIXTURES.glob("*.hlo.txt"))
              for line in path.read_text().splitlines() if " = " in line][:4000]
     lines += [_TE_LINE] * 200  # (no fixture holds a backend_config dictionary)
+    lines += [_TUPLE_OPERAND_LINE] * 200  # (nor operand shapes printed with tuples)
     rng = random.Random(20261123)
     accepted = 0
     for case in range(3000):

@@ -728,3 +728,37 @@ def test_operand_forms() -> None:
 def test_not_hlo_is_an_error() -> None:
     with pytest.raises(HloParseError):
         parse_hlo_text("BufferAssignment:\nallocation 0: size 4, parameter 0\n")
+
+
+@pytest.mark.parametrize("layout", ["block", "line-by-line", "lazy"])
+def test_called_computations_named_without_sigil_beside_names_with_it(layout: str) -> None:
+    """XLA's own test texts mix ``%``-named instructions with called computations named without it
+    (``to_apply=add``, ``true_computation=T``): the computations are called all the same, on every path of the
+    parser (one a line, a body read whole, a long fused body kept lazy)."""
+    adder = "%add (a: f32[], b: f32[]) -> f32[] {\n  %a = f32[] parameter(0)\n  %b = f32[] parameter(1)\n" \
+            "  ROOT %s = f32[] add(%a, %b)\n}\n\n"
+    branches = "".join(f"%{b} (x: f32[]) -> f32[] {{\n  ROOT %x = f32[] parameter(0)\n}}\n\n" for b in ("T", "F"))
+    body = ["  %p = f32[8]{0} parameter(0)", "  %z = f32[] constant(0)",
+            "  %r = f32[] reduce(f32[8]{0} %p, f32[] %z), dimensions={0}, to_apply=add",
+            "  %q = pred[] parameter(1)",
+            "  %c = f32[] conditional(pred[] %q, f32[] %r, f32[] %r), true_computation=T, false_computation=F"]
+    if layout == "lazy":  # (a computation other than the entry, long enough to be kept as rows)
+        body += [f"  %n{k} = f32[] negate(%c)" for k in range(130)]
+    body.append("  ROOT %o = f32[] negate(%c)")
+    if layout == "line-by-line":
+        body.insert(0, "  // a comment: the line-by-line loop")
+    text = adder + branches
+    if layout == "lazy":
+        text += "%long (p: f32[8], q: pred[]) -> f32[] {\n" + "\n".join(body) + "\n}\n\n"
+        text += ("ENTRY %main (p: f32[8], q: pred[]) -> f32[] {\n  %p = f32[8]{0} parameter(0)\n"
+                 "  %q = pred[] parameter(1)\n  ROOT %l = f32[] call(%p, %q), to_apply=long\n}\n")
+        comp = "long"
+    else:
+        text += "ENTRY %main (p: f32[8], q: pred[]) -> f32[] {\n" + "\n".join(body) + "\n}\n"
+        comp = "main"
+    module = parse_hlo_text(text)
+    insts = {i.name: i for i in module.computation(comp).instructions}
+    assert dict(insts["r"].called_computations) == {"to_apply": ("add",)}
+    assert dict(insts["c"].called_computations) == {"branch_computations": ("T", "F")}  # (hloscope's role)
+    if layout == "lazy":
+        assert dict(module.entry.root.called_computations) == {"to_apply": ("long",)}
