@@ -14,14 +14,14 @@ from hloscope.hlo import CALLED_COMPUTATION_ROLES, DecodedAttributes, HloInstruc
 from hloscope.parsers import _hlo_re as r
 from hloscope.parsers._errors import HloParseError
 from hloscope.parsers._hlo_attrs import ATTRIBUTE_PARSERS, LIST_CALL_KEYS
+from hloscope.parsers._attribute_value import KNOWN, KNOWN_IF_READ
+from hloscope.parsers._attribute_value import attribute_value as read_attribute_value
 from hloscope.parsers._hlo_lexer import ParserBase, split_attributes
 
 
 #: Keys ``decode`` does not file under ``attributes``.
 _NOT_ATTRIBUTES = frozenset({"metadata", "backend_config", "frontend_attributes", "sharding",
                              *CALLED_COMPUTATION_ROLES, *LIST_CALL_KEYS})
-#: An attribute text ``split_attributes`` splits from its start: ``, key=``.
-_PLAIN_START = r.ATTRIBUTE_SPLIT
 
 
 class Decoder(ParserBase):
@@ -53,42 +53,14 @@ class Decoder(ParserBase):
     def attribute_value(self, inst: HloInstruction, key: str) -> tuple[bool, str]:
         """The raw text of one ``key=value`` of an instruction's kept attribute text, found without decoding the
         rest: ``(True, value)``, ``(True, "")`` when ``key`` is absent, or ``(False, "")`` when only a full
-        ``decode`` can tell (a string or comment before it, a value that is not balanced, ``key`` twice, ...).
-
-        Exactly what ``decode`` reads for ``key`` where it answers: ``split_attributes`` ends a value at the next
-        ``, name=``; a value that is balanced, its strings closed, and ends in its closing brace (or is one
-        token) cannot run on past that point. Used for the ops table's metadata and fusion kinds, where a
-        full decode per instruction took most of a report's time (issue #16).
+        ``decode`` can tell (``_attribute_value.attribute_value``; a value not plainly balanced is known when a
+        full decode already read it, as the metadata texts in ``self.metadata``). Used for the ops table's
+        metadata and fusion kinds, where a full decode per instruction took most of a report's time (issue #16).
         """
-        text = inst.attribute_text
-        probe = ", " + key + "="
-        at = text.find(probe)
-        if at < 0:
-            return (key not in text, "")
-        start = at + len(probe)
-        if (text.find('"', 0, at) >= 0 or text[-1] in ", \t" or text.find(probe, start) >= 0
-                or "\n" in text or "//" in text or "/*" in text or _PLAIN_START.match(text) is None):
-            return (False, "")
-        if at and (text.count("{", 0, at) != text.count("}", 0, at) or text.count("(", 0, at) != text.count(")", 0, at)
-                   or text.count("[", 0, at) != text.count("]", 0, at)):
-            return (False, "")
-        found = r.ATTRIBUTE_SPLIT.search(text, start)
-        value = text[start:found.start() if found else len(text)].strip()
-        if not value:
-            return (False, "")
-        if value in self.metadata:  # a metadata text already read whole (so balanced and closed)
-            return (True, value)
-        first = value[0]
-        if first == "{":
-            if value[-1] != "}":
-                return (False, "")
-        elif first == '"' or value.startswith("mesh[") or " " in value or "\t" in value:
-            return (False, "")
-        check = r.STRING.sub("", value) if '"' in value else value
-        if ('"' in check or check.count("{") != check.count("}") or check.count("(") != check.count(")")
-                or check.count("[") != check.count("]")):
-            return (False, "")
-        return (True, value)
+        status, value = read_attribute_value(inst.attribute_text, key)
+        if status == KNOWN_IF_READ:
+            return (True, value) if value in self.metadata else (False, "")
+        return (status == KNOWN, value)
 
     def attribute_alone(self, inst: HloInstruction, key: str, default: Any = None) -> tuple[bool, Any]:
         """``(True, inst.attributes.get(key, default))`` read from ``key``'s text alone (``attribute_value``),

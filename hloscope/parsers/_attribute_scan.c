@@ -1,0 +1,256 @@
+/* The compiled form of hloscope.parsers._attribute_value.py_attribute_value: one ``key=value`` of an
+ * instruction's attribute text, read without decoding the rest.
+ *
+ * ``attribute_value(text, key)`` returns exactly what the pure-Python ``py_attribute_value`` returns (that
+ * function's docstring is the specification; tests/parsers/test_attribute_value.py holds the two equal on every
+ * fixture and corpus text and on mutated texts): ``(status, value)`` with status 0 (a full decode must tell), 1
+ * (the value, "" for an absent key) or 2 (the value, if a full decode already read it).
+ *
+ * The Python function's regexes, as read here: ``ATTRIBUTE_SPLIT`` is ``,[ \t]*[A-Za-z_][\w.\-]*=`` (``\w``:
+ * Unicode letters, digits and '_', as ``re`` reads it on ``str``), and ``STRING`` is ``"[^"\\]*(?:\\.[^"\\]*)*"``
+ * (a backslash escapes the next character, line breaks included); ``str.strip`` strips Unicode white space.
+ *
+ * Built as an optional extension (setup.py): when it is missing, hloscope uses the Python function. */
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <string.h>
+
+#if defined(__GNUC__)
+#define ALWAYS_INLINE static inline __attribute__((always_inline))
+#else
+#define ALWAYS_INLINE static inline
+#endif
+
+#define CH(i) PyUnicode_READ(kind, data, (i))
+
+ALWAYS_INLINE int is_word(Py_UCS4 c) { return c == '_' || (c < 128 ? Py_ISALNUM(c) : Py_UNICODE_ISALNUM(c)); }
+
+/* The end of ``,[ \t]*[A-Za-z_][\w.\-]*=`` matched at i (the index after its '='), or -1. */
+ALWAYS_INLINE Py_ssize_t split_at(int kind, const void *data, Py_ssize_t i, Py_ssize_t n) {
+    Py_UCS4 c;
+    if (i >= n || CH(i) != ',') {
+        return -1;
+    }
+    i++;
+    while (i < n && ((c = CH(i)) == ' ' || c == '\t')) {
+        i++;
+    }
+    if (i >= n) {
+        return -1;
+    }
+    c = CH(i);
+    if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_')) {
+        return -1;
+    }
+    i++;
+    while (i < n && ((c = CH(i)) == '.' || c == '-' || is_word(c))) {
+        i++;
+    }
+    return (i < n && CH(i) == '=') ? i + 1 : -1;
+}
+
+/* The first ch in [from, to), or -1 (memchr on one-byte text). */
+ALWAYS_INLINE Py_ssize_t find_char(int kind, const void *data, Py_ssize_t from, Py_ssize_t to, Py_UCS4 ch) {
+    Py_ssize_t i;
+    if (from >= to) {
+        return -1;
+    }
+    if (kind == PyUnicode_1BYTE_KIND) {
+        const Py_UCS1 *d = (const Py_UCS1 *)data;
+        const Py_UCS1 *p = memchr(d + from, (int)ch, (size_t)(to - from));
+        return p == NULL ? -1 : p - d;
+    }
+    for (i = from; i < to; i++) {
+        if (CH(i) == ch) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+/* The first ", <key>=" in [from, n), or -1. */
+ALWAYS_INLINE Py_ssize_t find_probe(int kind, const void *data, Py_ssize_t from, Py_ssize_t n, int kkind,
+                                    const void *kdata, Py_ssize_t klen) {
+    Py_ssize_t i, k, last = n - klen - 3; /* the ',' of a probe starts at most here */
+    for (i = from; i <= last; i++) {
+        i = find_char(kind, data, i, last + 1, ',');
+        if (i < 0) {
+            return -1;
+        }
+        if (CH(i + 1) != ' ' || CH(i + 2 + klen) != '=') {
+            continue;
+        }
+        for (k = 0; k < klen && CH(i + 2 + k) == PyUnicode_READ(kkind, kdata, k); k++) {
+        }
+        if (k == klen) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+/* The read of py_attribute_value on text [0, n): its status, and the value's span [*a, *b). */
+ALWAYS_INLINE int scan(int kind, const void *data, Py_ssize_t n, int kkind, const void *kdata, Py_ssize_t klen,
+                       Py_ssize_t *a_out, Py_ssize_t *b_out) {
+    Py_ssize_t at, start, end, i, a, b;
+    Py_ssize_t brace = 0, paren = 0, square = 0;
+    Py_UCS4 c, first;
+    *a_out = *b_out = 0;
+    at = find_probe(kind, data, 0, n, kkind, kdata, klen);
+    if (at < 0) {
+        /* absent: known ("") unless the key occurs otherwise (inside a string, without ", " before it, ...) */
+        for (i = 0; i + klen <= n; i++) {
+            Py_ssize_t k;
+            for (k = 0; k < klen && CH(i + k) == PyUnicode_READ(kkind, kdata, k); k++) {
+            }
+            if (k == klen) {
+                return 0;
+            }
+        }
+        return 1;
+    }
+    start = at + klen + 3;
+    if (find_probe(kind, data, start, n, kkind, kdata, klen) >= 0) {
+        return 0; /* the key twice */
+    }
+    c = CH(n - 1);
+    if (c == ',' || c == ' ' || c == '\t' || split_at(kind, data, 0, n) < 0) {
+        return 0;
+    }
+    if (find_char(kind, data, 0, n, '\n') >= 0) {
+        return 0;
+    }
+    for (i = find_char(kind, data, 0, n, '/'); i >= 0; i = find_char(kind, data, i + 1, n, '/')) {
+        if (i + 1 < n && (CH(i + 1) == '/' || CH(i + 1) == '*')) {
+            return 0; /* a comment */
+        }
+    }
+    for (i = 0; i < at; i++) {
+        switch (CH(i)) {
+        case '"': return 0;
+        case '{': brace++; break;
+        case '}': brace--; break;
+        case '(': paren++; break;
+        case ')': paren--; break;
+        case '[': square++; break;
+        case ']': square--; break;
+        default: break;
+        }
+    }
+    if (brace || paren || square) {
+        return 0; /* brackets unbalanced before the key */
+    }
+    /* The value: up to the next ", name=" (ATTRIBUTE_SPLIT.search from start), stripped. */
+    end = n;
+    for (i = find_char(kind, data, start, n, ','); i >= 0; i = find_char(kind, data, i + 1, n, ',')) {
+        if (split_at(kind, data, i, n) >= 0) {
+            end = i;
+            break;
+        }
+    }
+    a = start;
+    b = end;
+    while (a < b && Py_UNICODE_ISSPACE(CH(a))) {
+        a++;
+    }
+    while (b > a && Py_UNICODE_ISSPACE(CH(b - 1))) {
+        b--;
+    }
+    if (a == b) {
+        return 0;
+    }
+    *a_out = a;
+    *b_out = b;
+    first = CH(a);
+    if (first == '{') {
+        if (CH(b - 1) != '}') {
+            return 2;
+        }
+    } else if (first == '"' || (b - a >= 5 && CH(a) == 'm' && CH(a + 1) == 'e' && CH(a + 2) == 's'
+                                 && CH(a + 3) == 'h' && CH(a + 4) == '[')) {
+        return 2;
+    } else {
+        for (i = a; i < b; i++) {
+            c = CH(i);
+            if (c == ' ' || c == '\t') {
+                return 2;
+            }
+        }
+    }
+    /* The value without its strings (STRING.sub("", value)): a string left open leaves a '"' behind. */
+    for (i = a; i < b; i++) {
+        c = CH(i);
+        switch (c) {
+        case '"':
+            i++;
+            for (;;) { /* to the closing '"', a backslash escaping the character after it */
+                Py_ssize_t q = find_char(kind, data, i, b, '"');
+                Py_ssize_t e = find_char(kind, data, i, q < 0 ? b : q, '\\');
+                if (e >= 0) {
+                    i = e + 2;
+                    continue;
+                }
+                if (q < 0) {
+                    return 2; /* not closed */
+                }
+                i = q;
+                break;
+            }
+            break;
+        case '{': brace++; break;
+        case '}': brace--; break;
+        case '(': paren++; break;
+        case ')': paren--; break;
+        case '[': square++; break;
+        case ']': square--; break;
+        default: break;
+        }
+    }
+    return (brace || paren || square) ? 2 : 1;
+}
+
+static PyObject *attribute_value(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    PyObject *text, *key, *value;
+    Py_ssize_t n, klen, a, b;
+    int kind, kkind, status;
+    const void *data, *kdata;
+    (void)self;
+    if (nargs != 2 || !PyUnicode_Check(args[0]) || !PyUnicode_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "attribute_value(text: str, key: str)");
+        return NULL;
+    }
+    text = args[0];
+    key = args[1];
+    n = PyUnicode_GET_LENGTH(text);
+    kind = PyUnicode_KIND(text);
+    data = PyUnicode_DATA(text);
+    klen = PyUnicode_GET_LENGTH(key);
+    kkind = PyUnicode_KIND(key);
+    kdata = PyUnicode_DATA(key);
+    /* (the kind of text a constant in each call: one-byte text, XLA's, reads a byte a character) */
+    if (kind == PyUnicode_1BYTE_KIND) {
+        status = scan(PyUnicode_1BYTE_KIND, data, n, kkind, kdata, klen, &a, &b);
+    } else {
+        status = scan(kind, data, n, kkind, kdata, klen, &a, &b);
+    }
+    value = PyUnicode_Substring(text, a, b);
+    if (value == NULL) {
+        return NULL;
+    }
+    return Py_BuildValue("(iN)", status, value);
+}
+
+static PyMethodDef methods[] = {
+    {"attribute_value", (PyCFunction)(void (*)(void))attribute_value, METH_FASTCALL,
+     "attribute_value(text, key) -> (status, value): see hloscope.parsers._attribute_value.py_attribute_value."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_attribute_scan",
+    "The compiled form of hloscope.parsers._attribute_value.py_attribute_value.", -1, methods,
+    NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__attribute_scan(void) { return PyModule_Create(&module); }
