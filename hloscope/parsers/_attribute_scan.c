@@ -50,6 +50,19 @@ ALWAYS_INLINE Py_ssize_t split_at(int kind, const void *data, Py_ssize_t i, Py_s
     return (i < n && CH(i) == '=') ? i + 1 : -1;
 }
 
+/* Count c if it is a bracket: counts[0..2] for {} () [] (an opening adds one, a closing takes one away). */
+ALWAYS_INLINE void tally(Py_UCS4 c, Py_ssize_t *counts) {
+    switch (c) {
+    case '{': counts[0]++; break;
+    case '}': counts[0]--; break;
+    case '(': counts[1]++; break;
+    case ')': counts[1]--; break;
+    case '[': counts[2]++; break;
+    case ']': counts[2]--; break;
+    default: break;
+    }
+}
+
 /* The first ch in [from, to), or -1 (memchr on one-byte text). */
 ALWAYS_INLINE Py_ssize_t find_char(int kind, const void *data, Py_ssize_t from, Py_ssize_t to, Py_UCS4 ch) {
     Py_ssize_t i;
@@ -94,7 +107,7 @@ ALWAYS_INLINE Py_ssize_t find_probe(int kind, const void *data, Py_ssize_t from,
 ALWAYS_INLINE int scan(int kind, const void *data, Py_ssize_t n, int kkind, const void *kdata, Py_ssize_t klen,
                        Py_ssize_t *a_out, Py_ssize_t *b_out) {
     Py_ssize_t at, start, end, i, a, b;
-    Py_ssize_t brace = 0, paren = 0, square = 0;
+    Py_ssize_t counts[3] = {0, 0, 0}; /* {} () [] */
     Py_UCS4 c, first;
     *a_out = *b_out = 0;
     at = find_probe(kind, data, 0, n, kkind, kdata, klen);
@@ -127,18 +140,13 @@ ALWAYS_INLINE int scan(int kind, const void *data, Py_ssize_t n, int kkind, cons
         }
     }
     for (i = 0; i < at; i++) {
-        switch (CH(i)) {
-        case '"': return 0;
-        case '{': brace++; break;
-        case '}': brace--; break;
-        case '(': paren++; break;
-        case ')': paren--; break;
-        case '[': square++; break;
-        case ']': square--; break;
-        default: break;
+        c = CH(i);
+        if (c == '"') {
+            return 0;
         }
+        tally(c, counts);
     }
-    if (brace || paren || square) {
+    if (counts[0] || counts[1] || counts[2]) {
         return 0; /* brackets unbalanced before the key */
     }
     /* The value: up to the next ", name=" (ATTRIBUTE_SPLIT.search from start), stripped. */
@@ -181,8 +189,7 @@ ALWAYS_INLINE int scan(int kind, const void *data, Py_ssize_t n, int kkind, cons
     /* The value without its strings (STRING.sub("", value)): a string left open leaves a '"' behind. */
     for (i = a; i < b; i++) {
         c = CH(i);
-        switch (c) {
-        case '"':
+        if (c == '"') {
             i++;
             for (;;) { /* to the closing '"', a backslash escaping the character after it */
                 Py_ssize_t q = find_char(kind, data, i, b, '"');
@@ -197,17 +204,11 @@ ALWAYS_INLINE int scan(int kind, const void *data, Py_ssize_t n, int kkind, cons
                 i = q;
                 break;
             }
-            break;
-        case '{': brace++; break;
-        case '}': brace--; break;
-        case '(': paren++; break;
-        case ')': paren--; break;
-        case '[': square++; break;
-        case ']': square--; break;
-        default: break;
+        } else {
+            tally(c, counts);
         }
     }
-    return (brace || paren || square) ? 2 : 1;
+    return (counts[0] || counts[1] || counts[2]) ? 2 : 1;
 }
 
 static PyObject *attribute_value(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {

@@ -18,7 +18,7 @@ from hloscope.hlo import HloInstruction, Shape
 from hloscope._gc import paused_gc
 from hloscope.parsers import _hlo_re as r
 from hloscope.parsers._hlo_attrs import ASYNC_FORMS, KNOWN_OPCODES
-from hloscope.parsers._hlo_instruction import NEVER_CALLS, NO_CALLS, InstructionReader, has_call_key, names_calls
+from hloscope.parsers._hlo_instruction import NEVER_CALLS, NO_CALLS, InstructionReader, has_call_key
 from hloscope.parsers._hlo_lexer import operand_list
 
 _SIGIL_FINDALL = r.SIGIL_NAME.findall
@@ -70,21 +70,17 @@ class BodyReader(InstructionReader):
             if len(parameter_index) != len(numbers):
                 return None  # a number taken twice: left to the checks of the instructions built at once
         rests = list(map(_G6, matches))
-        sigils = list(map(_G1, matches))
-        if "" in sigils:  # a name printed without '%': its called computations are found by key (as in _rows)
-            hint = has_call_key
-            calling = [i for i, (sigil, rest, opcode) in enumerate(zip(sigils, rests, opcodes))
-                       if rest and (names_calls(opcode, rest) if sigil else hint(rest))]
-        else:  # (most attribute texts hold no '%' at all: found in C)
-            calling = [i for i in compress(range(n), map(str.__contains__, rests, repeat("%")))
-                       if "=%" in rests[i] or "={%" in rests[i]]
-            may_call = opcode_set.difference(NEVER_CALLS)
-            if may_call:  # (a call key without '%', as hand-written text prints them: names_calls)
-                found = set(calling)
-                extra = [i for i in compress(range(n), map(may_call.__contains__, opcodes))
-                         if i not in found and rests[i] and has_call_key(rests[i])]
-                if extra:
-                    calling = sorted(found.union(extra))
+        # The rows that name called computations (``names_calls``): ``=%`` (most attribute texts hold no '%' at
+        # all: found in C), or a call key on a row of an opcode that may call.
+        calling = [i for i in compress(range(n), map(str.__contains__, rests, repeat("%")))
+                   if "=%" in rests[i] or "={%" in rests[i]]
+        may_call = opcode_set.difference(NEVER_CALLS)
+        if may_call:
+            found = set(calling)
+            extra = [i for i in compress(range(n), map(may_call.__contains__, opcodes))
+                     if i not in found and rests[i] and has_call_key(rests[i])]
+            if extra:
+                calling = sorted(found.union(extra))
         called = {}
         for i in calling:
             c = self._called(rests[i], lineno + i)
@@ -125,8 +121,8 @@ class BodyReader(InstructionReader):
         # paired across lines, are caught when the attributes are decoded; XLA never prints them.)
         for is_root, sigil, name, shape_text, opcode, operand_text, rest in matches:
             called = no_calls
-            if rest and ((("%" in rest and ("=%" in rest or "={%" in rest))
-                          or (opcode not in never_calls and has_call_key(rest))) if sigil else has_call_key(rest)):
+            if rest and (("%" in rest and ("=%" in rest or "={%" in rest))  # (names_calls, inlined)
+                         or (opcode not in never_calls and has_call_key(rest))):
                 called = self._called(rest, ln) if called_at is None else called_at.get(ln - lineno, no_calls)
                 if called is None:
                     return None

@@ -34,18 +34,20 @@ def has_call_key(text: str) -> bool:
             return True
     return False
 #: Known opcodes whose instruction never names a called computation (XLA: only call, conditional, while, fusion,
-#: map, reduce, reduce-window, scatter, select-and-scatter, sort, all-reduce(-start), reduce-scatter, custom-call
-#: and the async ops take one). A line naming instructions with '%' names its called computations with it as XLA
-#: prints them (``calls=%f``); a hand-written one may not (``true_computation=T``): for a line of any other
-#: opcode without ``=%``, ``has_call_key`` looks for the keys (``names_calls``).
-NEVER_CALLS = KNOWN_OPCODES - {"call", "conditional", "while", "fusion", "map", "reduce", "reduce-window", "scatter",
-                               "select-and-scatter", "sort", "all-reduce", "all-reduce-start", "reduce-scatter",
-                               "custom-call", "async-start", "async-update", "async-done"}
+#: map, reduce, reduce-window, scan, scatter, select-and-scatter, sort, all-reduce(-start), reduce-scatter,
+#: custom-call and the async ops take one; XLA's parser refuses a call key on any other). XLA prints called computations
+#: with '%' where it prints names with it (``calls=%f``); a hand-written text may not (``true_computation=T``,
+#: or no '%' anywhere): for a line of any other opcode without ``=%``, ``has_call_key`` looks for the keys
+#: (``names_calls``).
+NEVER_CALLS = KNOWN_OPCODES - {"call", "conditional", "while", "fusion", "map", "reduce", "reduce-window", "scan",
+                               "scatter", "select-and-scatter", "sort", "all-reduce", "all-reduce-start",
+                               "reduce-scatter", "custom-call", "async-start", "async-update", "async-done"}
 
 
 def names_calls(opcode: str, rest: str) -> bool:
-    """Whether a line whose name is printed with '%' names called computations in its attribute text ``rest``
-    (then ``_called`` reads them): ``=%`` or ``={%``, or, for an opcode that may call, a call key."""
+    """Whether a line names called computations in its attribute text ``rest`` (then ``_called`` reads them):
+    ``=%`` or ``={%``, or, for an opcode that may call, a call key. (One rule for every path of the parser:
+    the block scanner's rows, the line-by-line loop and its fast path.)"""
     return "=%" in rest or "={%" in rest or (opcode not in NEVER_CALLS and has_call_key(rest))
 
 
@@ -77,7 +79,7 @@ class InstructionReader(Decoder):
                 if (rest[0] != "," or rest[-1] in ",=" or rest.count("{") != rest.count("}")
                         or rest.count('"') & 1 or " = " in rest):
                     return None  # continued on the next line, or quoting the split cannot trust
-                if names_calls(opcode, rest) if "%" in rest else has_call_key(rest):
+                if names_calls(opcode, rest):
                     called = self._called(rest, lineno)
                     if called is None:
                         return None

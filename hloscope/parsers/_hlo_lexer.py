@@ -34,6 +34,9 @@ _PLAIN_ARRAY = r"[a-z][a-z0-9]*\[[0-9,]*\](?:\{[0-9,]*\})?"
 _SHAPED_ITEM = rf"(?:{_PLAIN_ARRAY}|\((?:{_PLAIN_ARRAY}(?:, {_PLAIN_ARRAY})*)?\)) %[^\s,%(){{}}\[\]/]+"
 _SHAPED_OPERANDS = re.compile(rf"{_SHAPED_ITEM}(?:, {_SHAPED_ITEM})*")
 _SHAPED_NAME = re.compile(r" %([^\s,%(){}\[\]/]+)")
+#: An operand list of names alone, without sigils, joined by ", " (``a.1, b.2``, as XLA prints names without
+#: ``%``): ``operand_list`` reads each item as it stands.
+_PLAIN_NAMES = re.compile(r"[^\s,%(){}\[\]/]+(?:, [^\s,%(){}\[\]/]+)*")
 _BRACKET_QUOTE_COMMA = re.compile(r'[{}\[\]()",]')
 #: What XLA's lexer skips between tokens: white space (line breaks included) and ``/* */`` and ``//`` comments.
 SKIP = re.compile(r"(?:\s+|/\*.*?\*/|//[^\n]*)*", re.DOTALL)
@@ -327,6 +330,8 @@ def operand_list(text: str) -> tuple[str, ...]:
         text = r.strip_comments(text)
     elif _SHAPED_OPERANDS.fullmatch(text):  # (before-optimization dumps: most of their operand lists)
         return tuple(_SHAPED_NAME.findall(text))
+    elif _PLAIN_NAMES.fullmatch(text):  # (names printed without '%')
+        return tuple(text.split(", "))
     if "(" not in text and "[" not in text and "{" not in text:
         pieces = text.split(",")
     else:

@@ -10,8 +10,6 @@ extension is a broken install (``pip install -e .`` builds it), and the tests fa
 from __future__ import annotations
 
 import random
-import shutil
-import sysconfig
 from itertools import chain
 from pathlib import Path
 
@@ -23,14 +21,8 @@ FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "hlo"
 
 
 @pytest.fixture(scope="module")
-def compiled():
-    if c_block_rows is None:
-        cc = (sysconfig.get_config_var("CC") or "cc").split()[0]
-        if shutil.which(cc):
-            pytest.fail(f"the C scanner hloscope.parsers._block_scan is not built, though {cc} is here: "
-                        "reinstall with `pip install -e .`")
-        pytest.skip("the optional C scanner is not built (no C compiler)")
-    return c_block_rows
+def compiled(compiled_twin):
+    return compiled_twin(c_block_rows, "_block_scan")
 
 
 def _line_starts(text: str) -> list[int]:

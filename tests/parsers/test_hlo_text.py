@@ -730,8 +730,9 @@ def test_not_hlo_is_an_error() -> None:
         parse_hlo_text("BufferAssignment:\nallocation 0: size 4, parameter 0\n")
 
 
+@pytest.mark.parametrize("sigils", [True, False], ids=["names-with-%", "no-%"])
 @pytest.mark.parametrize("layout", ["block", "line-by-line", "lazy"])
-def test_called_computations_named_without_sigil_beside_names_with_it(layout: str) -> None:
+def test_called_computations_named_without_sigil_beside_names_with_it(layout: str, sigils: bool) -> None:
     """XLA's own test texts mix ``%``-named instructions with called computations named without it
     (``to_apply=add``, ``true_computation=T``): the computations are called all the same, on every path of the
     parser (one a line, a body read whole, a long fused body kept lazy)."""
@@ -756,6 +757,8 @@ def test_called_computations_named_without_sigil_beside_names_with_it(layout: st
     else:
         text += "ENTRY %main (p: f32[8], q: pred[]) -> f32[] {\n" + "\n".join(body) + "\n}\n"
         comp = "main"
+    if not sigils:
+        text = text.replace("%", "")
     module = parse_hlo_text(text)
     insts = {i.name: i for i in module.computation(comp).instructions}
     assert dict(insts["r"].called_computations) == {"to_apply": ("add",)}
