@@ -8,7 +8,7 @@ its loops), in FLOPs, bytes and seconds.
 from __future__ import annotations
 
 import math
-from operator import add, attrgetter
+from operator import add, attrgetter, itemgetter
 from typing import TYPE_CHECKING, Mapping
 
 if TYPE_CHECKING:
@@ -123,6 +123,8 @@ def ops_frame(costs: list[ModuleCost], chip: ChipSpec, measured: Mapping[tuple[s
         values = [part[c] for part in parts]
         if values and all(isinstance(v, np.ndarray) for v in values):
             frame[c] = values[0] if len(values) == 1 else np.concatenate(values)
+        elif len(values) == 1 and isinstance(values[0], list):
+            frame[c] = values[0]  # (one module: its list as it is)
         else:
             frame[c] = [x for v in values for x in (v.tolist() if isinstance(v, np.ndarray) else v)]
     joined = len(frame["module"])
@@ -150,9 +152,10 @@ def ops_frame(costs: list[ModuleCost], chip: ChipSpec, measured: Mapping[tuple[s
         for c in _MEASURED_COLUMNS:
             frame[c] = np.full(total, math.nan)
     order = _descending_order(np.asarray(frame["measured_s" if measured else "roofline_s"], dtype=float))
-    if order is not None:
-        frame = {c: _taken(frame[c], order) for c in OP_COLUMNS}
     df = pd.DataFrame({c: frame[c] for c in OP_COLUMNS}, columns=OP_COLUMNS)
+    if order is not None:  # (pandas reorders its arrays in C: not a list comprehension per text column)
+        df = df.take(order)
+        df.index = pd.RangeIndex(len(df))
     if not total:
         df = df.astype(object)  # (an empty table has the dtypes of one built from records)
     return df
@@ -169,15 +172,6 @@ def _descending_order(key):
     known = index[~missing][::-1]  # reversed, sorted stably ascending, reversed: descending, ties in order
     order = np.concatenate([known[np.argsort(key[known], kind="stable")][::-1], index[missing]])
     return None if np.array_equal(order, index) else order
-
-
-def _taken(values, order):
-    """``values`` (an array or a list) in ``order``."""
-    import numpy as np
-
-    if isinstance(values, np.ndarray):
-        return values[order]
-    return [values[i] for i in order.tolist()]
 
 
 #: Columns ``_module_columns`` makes, in ``OP_COLUMNS`` order.
@@ -203,6 +197,13 @@ _READ = attrgetter("bytes_read")
 _WRITTEN = attrgetter("bytes_written")
 _COMM = attrgetter("comm_bytes")
 _FLAGS = attrgetter("flags")
+_COMPUTATION = attrgetter("computation")
+_NAME = attrgetter("name")
+_OPCODE = attrgetter("opcode")
+_COMM_KIND = attrgetter("comm_kind")
+_GROUP_SIZE = attrgetter("group_size")
+_FIRST = itemgetter(0)
+_SECOND = itemgetter(1)
 
 
 def _measured_columns(frame: dict, step_s: Mapping[str, float] | None, joined: int) -> None:
@@ -290,17 +291,18 @@ def _module_columns(mc: ModuleCost, chip: ChipSpec, per_chip: int, measured: Map
         intensity[k], critical[k], bound[k] = s.intensity, s.critical_intensity, s.bound.value
         caveats[k] = ",".join(sorted(costs[k].flags | s.flags))
     metadata = [i.metadata for i in insts]
+    described = {id(md): (md.op_name, md.source) if md else ("", "") for md in metadata}  # (per distinct one)
+    fields = list(map(described.__getitem__, map(id, metadata)))
     out = {
-        "module": [mname] * count, "computation": [r.computation for r in rows],
-        "instruction": [i.name for i in insts], "opcode": [i.opcode for i in insts],
+        "module": [mname] * count, "computation": list(map(_COMPUTATION, rows)),
+        "instruction": list(map(_NAME, insts)), "opcode": list(map(_OPCODE, insts)),
         "category": list(map(scorer.category, insts)),
-        "op_name": [md.op_name if md else "" for md in metadata],
-        "source": [md.source if md else "" for md in metadata],
+        "op_name": list(map(_FIRST, fields)), "source": list(map(_SECOND, fields)),
         "executions": n, "flops": flops_f * n, "transcendentals": trans_f * n,
         "hbm_bytes": hbm_f * n, "hbm_read_bytes": np.fromiter(reads, float, count) * n,
         "hbm_write_bytes": np.fromiter(writes, float, count) * n,
-        "wire_bytes": comms_f * n, "comm_kind": [c.comm_kind for c in costs],
-        "group_size": [c.group_size for c in costs], "dtype": dtypes, "intensity": intensity,
+        "wire_bytes": comms_f * n, "comm_kind": list(map(_COMM_KIND, costs)),
+        "group_size": list(map(_GROUP_SIZE, costs)), "dtype": dtypes, "intensity": intensity,
         "critical_intensity": critical, "compute_s": compute_s * n, "memory_s": memory_s * n,
         "comm_s": comm_s * n, "roofline_s": roofline_s * n, "bound": bound, "caveats": caveats,
         "result_shape": scorer.shape_texts(insts),
