@@ -1,5 +1,6 @@
 /* The compiled form of hloscope.parsers._attribute_value.py_attribute_value: one ``key=value`` of an
- * instruction's attribute text, read without decoding the rest.
+ * instruction's attribute text, read without decoding the rest; and of py_metadata_fields: the fields of a
+ * ``metadata={...}`` value.
  *
  * ``attribute_value(text, key)`` returns exactly what the pure-Python ``py_attribute_value`` returns (that
  * function's docstring is the specification; tests/parsers/test_attribute_value.py holds the two equal on every
@@ -242,15 +243,130 @@ static PyObject *attribute_value(PyObject *self, PyObject *const *args, Py_ssize
     return Py_BuildValue("(iN)", status, value);
 }
 
+/* The fields of a metadata={...} value that Metadata holds (py_metadata_fields), in this order. */
+static const char *const METADATA_KEYS[] = {"op_type", "op_name", "source_file", "source_line", "stack_frame_id"};
+#define N_METADATA_KEYS 5
+
+/* Which of METADATA_KEYS the key [a, b) is, or -1. */
+ALWAYS_INLINE int metadata_key(int kind, const void *data, Py_ssize_t a, Py_ssize_t b) {
+    int k;
+    for (k = 0; k < N_METADATA_KEYS; k++) {
+        const char *name = METADATA_KEYS[k];
+        Py_ssize_t i = 0;
+        while (a + i < b && name[i] != '\0' && CH(a + i) == (Py_UCS4)(unsigned char)name[i]) {
+            i++;
+        }
+        if (a + i == b && name[i] == '\0') {
+            return k;
+        }
+    }
+    return -1;
+}
+
+/* BRACED_FIELD.findall over [0, n): ``([A-Za-z_]\w*)=("[^"\\]*(?:\\.[^"\\]*)*"|[^\s,}]+)`` tried at each position,
+ * the next try after a match at its end, after a failure one character on. Fills the value spans of the
+ * metadata keys (a key repeated: its last value, as a dict keeps it). */
+ALWAYS_INLINE void metadata_scan(int kind, const void *data, Py_ssize_t n, Py_ssize_t *starts, Py_ssize_t *ends) {
+    Py_ssize_t pos = 0, i, j, value_end;
+    Py_UCS4 c;
+    while (pos < n) {
+        c = CH(pos);
+        if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_')) {
+            pos++;
+            continue;
+        }
+        i = pos + 1;
+        while (i < n && is_word(CH(i))) {
+            i++;
+        }
+        if (i >= n || CH(i) != '=') {
+            pos++; /* (a shorter key is followed by a word character, not '=') */
+            continue;
+        }
+        value_end = -1;
+        j = i + 1;
+        if (j < n && CH(j) == '"') { /* a string: any character but '"' and '\', or '\' and one not '\n' */
+            j++;
+            while (j < n && (c = CH(j)) != '"') {
+                if (c == '\\') {
+                    if (j + 1 >= n || CH(j + 1) == '\n') {
+                        break;
+                    }
+                    j++;
+                }
+                j++;
+            }
+            if (j < n && CH(j) == '"') {
+                value_end = j + 1;
+            }
+        }
+        if (value_end < 0) { /* else a run of characters that are not white space, ',' or '}' */
+            j = i + 1;
+            while (j < n && (c = CH(j)) != ',' && c != '}' && !Py_UNICODE_ISSPACE(c)) {
+                j++;
+            }
+            if (j == i + 1) {
+                pos++;
+                continue;
+            }
+            value_end = j;
+        }
+        {
+            int k = metadata_key(kind, data, pos, i);
+            if (k >= 0) {
+                starts[k] = i + 1;
+                ends[k] = value_end;
+            }
+        }
+        pos = value_end;
+    }
+}
+
+static PyObject *metadata_fields(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    PyObject *text, *out;
+    Py_ssize_t starts[N_METADATA_KEYS], ends[N_METADATA_KEYS];
+    int k, kind;
+    (void)self;
+    if (nargs != 1 || !PyUnicode_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "metadata_fields(value: str)");
+        return NULL;
+    }
+    text = args[0];
+    for (k = 0; k < N_METADATA_KEYS; k++) {
+        starts[k] = ends[k] = 0;
+    }
+    kind = PyUnicode_KIND(text);
+    if (kind == PyUnicode_1BYTE_KIND) {
+        metadata_scan(PyUnicode_1BYTE_KIND, PyUnicode_DATA(text), PyUnicode_GET_LENGTH(text), starts, ends);
+    } else {
+        metadata_scan(kind, PyUnicode_DATA(text), PyUnicode_GET_LENGTH(text), starts, ends);
+    }
+    out = PyTuple_New(N_METADATA_KEYS);
+    if (out == NULL) {
+        return NULL;
+    }
+    for (k = 0; k < N_METADATA_KEYS; k++) {
+        PyObject *field = PyUnicode_Substring(text, starts[k], ends[k]);
+        if (field == NULL) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(out, k, field);
+    }
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"attribute_value", (PyCFunction)(void (*)(void))attribute_value, METH_FASTCALL,
      "attribute_value(text, key) -> (status, value): see hloscope.parsers._attribute_value.py_attribute_value."},
+    {"metadata_fields", (PyCFunction)(void (*)(void))metadata_fields, METH_FASTCALL,
+     "metadata_fields(value) -> 5 field texts: see hloscope.parsers._attribute_value.py_metadata_fields."},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "_attribute_scan",
-    "The compiled form of hloscope.parsers._attribute_value.py_attribute_value.", -1, methods,
+    "The compiled forms of hloscope.parsers._attribute_value.py_attribute_value and py_metadata_fields.", -1, methods,
     NULL, NULL, NULL, NULL,
 };
 

@@ -1,4 +1,5 @@
-"""One ``key=value`` of an instruction's attribute text, read without decoding the rest of it.
+"""One ``key=value`` of an instruction's attribute text, read without decoding the rest of it; the fields of a
+``metadata={...}`` value.
 
 ``attribute_value(text, key)`` answers for ``Decoder.attribute_value`` (``_hlo_decode.py``), which the ops table
 calls for every distinct attribute text (its metadata) and the cost and memory models for a fusion's ``kind``:
@@ -7,6 +8,8 @@ a full decode of each text was most of a report's time (issue #16). Two implemen
 extension ``_attribute_scan`` was compiled at install (``setup.py``), the same checks as one pass in C, about ten
 times faster. ``attribute_value`` is the C one when present; ``HLOSCOPE_PURE_PYTHON=1`` selects the Python one.
 tests/parsers/test_attribute_value.py holds the two equal on every corpus and fixture text and on mutated texts.
+``metadata_fields(value)`` reads the fields of a metadata value for ``Decoder._metadata`` (once per distinct
+value: ~6,000 on gemma2): ``py_metadata_fields`` (``r.braced_fields``, a regex) and its C twin, likewise.
 A change to one is a change to both; after editing the C file, rebuild it in place with ``pip install -e .``.
 """
 
@@ -65,15 +68,29 @@ def py_attribute_value(text: str, key: str) -> tuple[int, str]:
     return (KNOWN, value)
 
 
-def _compiled() -> Callable[[str, str], tuple[int, str]] | None:
+#: The fields of a ``metadata={...}`` value that ``hlo.Metadata`` holds, in ``metadata_fields``'s order.
+METADATA_KEYS = ("op_type", "op_name", "source_file", "source_line", "stack_frame_id")
+
+
+def py_metadata_fields(value: str) -> tuple[str, str, str, str, str]:
+    """The raw texts (strings still quoted) of ``METADATA_KEYS`` in a ``metadata={...}`` value, ``""`` for a key
+    it lacks: what ``r.braced_fields`` reads (a key repeated: its last value)."""
+    fields = r.braced_fields(value)
+    return (fields.get("op_type", ""), fields.get("op_name", ""), fields.get("source_file", ""),
+            fields.get("source_line", ""), fields.get("stack_frame_id", ""))
+
+
+def _compiled(name: str) -> Callable | None:
     try:
-        from hloscope.parsers._attribute_scan import attribute_value as compiled
+        from hloscope.parsers import _attribute_scan
     except ImportError:
         return None
-    return compiled
+    return getattr(_attribute_scan, name)
 
 
-#: The C reader, or None when the extension was not built.
-c_attribute_value = _compiled()
-attribute_value = (py_attribute_value if c_attribute_value is None
-                   or os.environ.get("HLOSCOPE_PURE_PYTHON", "") not in ("", "0") else c_attribute_value)
+_PURE = os.environ.get("HLOSCOPE_PURE_PYTHON", "") not in ("", "0")
+#: The C readers, or None when the extension was not built.
+c_attribute_value = _compiled("attribute_value")
+c_metadata_fields = _compiled("metadata_fields")
+attribute_value = py_attribute_value if c_attribute_value is None or _PURE else c_attribute_value
+metadata_fields = py_metadata_fields if c_metadata_fields is None or _PURE else c_metadata_fields

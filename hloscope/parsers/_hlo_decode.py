@@ -14,7 +14,7 @@ from hloscope.hlo import CALLED_COMPUTATION_ROLES, DecodedAttributes, HloInstruc
 from hloscope.parsers import _hlo_re as r
 from hloscope.parsers._errors import HloParseError
 from hloscope.parsers._hlo_attrs import ATTRIBUTE_PARSERS, LIST_CALL_KEYS
-from hloscope.parsers._attribute_value import KNOWN, KNOWN_IF_READ
+from hloscope.parsers._attribute_value import KNOWN, KNOWN_IF_READ, metadata_fields
 from hloscope.parsers._attribute_value import attribute_value as read_attribute_value
 from hloscope.parsers._hlo_lexer import ParserBase, split_attributes
 
@@ -142,13 +142,10 @@ class Decoder(ParserBase):
         return DecodedAttributes(attributes, metadata, backend_config, frontend, sharding)
 
     def _metadata(self, value: str) -> Metadata:
-        fields = r.braced_fields(value)
-        op_name = fields.get("op_name", "")
-        op_type = fields.get("op_type", "")
-        source_file = fields.get("source_file", "")
+        op_type, op_name, source_file, line_text, frame_text = metadata_fields(value)
         try:
-            source_line = int(fields.get("source_line", 0))
-            frame = int(fields.get("stack_frame_id", 0))
+            source_line = int(line_text) if line_text else 0
+            frame = int(frame_text) if frame_text else 0
         except ValueError:
             source_line, frame = 0, 0
         source_file = r.unquote(source_file) if source_file.startswith('"') else source_file

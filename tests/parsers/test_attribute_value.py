@@ -1,7 +1,8 @@
-"""The one-attribute reader: the compiled one (``_attribute_scan.c``) against its specification,
-``py_attribute_value``, on every attribute text of the fixtures and the public corpus, on hand-made cases worked
-from the specification, and on thousands of real texts mutated at random, in text of each of ``str``'s three
-storage widths; and ``HloInstruction.metadata`` / ``attribute`` (which read through it) against a full decode.
+"""The one-attribute reader and the metadata fields reader: the compiled ones (``_attribute_scan.c``) against
+their specifications, ``py_attribute_value`` and ``py_metadata_fields``, on every attribute text of the fixtures
+and the public corpus, on hand-made cases worked from the specifications, and on thousands of real texts mutated
+at random, in text of each of ``str``'s three storage widths; and ``HloInstruction.metadata`` / ``attribute``
+(which read through them) against a full decode.
 
 When the extension is missing the comparisons skip, except where a C compiler is on the PATH (a broken install).
 """
@@ -15,7 +16,7 @@ import pytest
 
 from hloscope.parsers import parse_hlo_text
 from hloscope.parsers._attribute_value import (
-    KNOWN, KNOWN_IF_READ, UNKNOWN, c_attribute_value, py_attribute_value,
+    KNOWN, KNOWN_IF_READ, UNKNOWN, c_attribute_value, c_metadata_fields, py_attribute_value, py_metadata_fields,
 )
 from hloscope.parsers._block_rows import BLOCK_LINE
 
@@ -153,3 +154,70 @@ def test_metadata_and_attributes_read_alone_equal_the_full_decode() -> None:
                 assert a.attribute("kind") == full.get("kind"), a.name
     last = parse_hlo_text(texts[1]).entry.root
     assert last.metadata.op_name == "a, b=c" and last.metadata.source == "f.py:7"
+
+
+@pytest.fixture(scope="module")
+def compiled_fields(compiled_twin):
+    return compiled_twin(c_metadata_fields, "_attribute_scan")
+
+
+def _metadata_values(texts: list[str]) -> list[str]:
+    return sorted({v for v in (py_attribute_value(t, "metadata")[1] for t in texts) if v})
+
+
+def test_every_fixture_and_corpus_metadata_value(compiled_fields, corpus_dir: Path) -> None:
+    texts = _fixture_texts()
+    for path in sorted(corpus_dir.glob("hlo_*/*")):
+        if path.suffix in (".hlo", ".txt"):
+            texts += _attribute_texts(path.read_text(encoding="utf-8", errors="replace"))
+    values = _metadata_values(texts)
+    assert len(values) > 10_000, len(values)
+    for value in values + texts[:5000]:  # (and whole attribute texts: any text is an input)
+        assert compiled_fields(value) == py_metadata_fields(value), value
+
+
+# (value, expected: op_type, op_name, source_file, source_line, stack_frame_id), worked from BRACED_FIELD's regex.
+FIELD_CASES = [
+    ('{op_type="add" op_name="jit(f)/add" source_file="/a.py" source_line=12}',
+     ('"add"', '"jit(f)/add"', '"/a.py"', "12", "")),
+    ("{stack_frame_id=7}", ("", "", "", "", "7")),
+    ('{op_name="a" op_name="b"}', ("", '"b"', "", "", "")),  # repeated: the last one
+    ('{op_name="a\\"b" source_line=3}', ("", '"a\\"b"', "", "3", "")),  # an escaped quote stays in the string
+    ('{op_name="a b, c}" source_line=3}', ("", '"a b, c}"', "", "3", "")),  # blanks, ',' and '}' inside a string
+    ('{op_name="open source_line=3}', ("", '"open', "", "3", "")),  # a string left open: a bare run, then on
+    ('{op_name="a\\\nb" source_line=4}', ("", '"a\\', "", "4", "")),  # backslash, line break: no string
+    ("{1op_name=x}", ("", "x", "", "", "")),  # a key starts with a letter or '_': found from 'o'
+    ("{xop_name=y op_name=z}", ("", "z", "", "", "")),
+    ("{op_name= source_line=5}", ("", "", "", "5", "")),  # no value: no field
+    ("{op_name=\u00e9t\u00e9 source_line=6}", ("", "\u00e9t\u00e9", "", "6", "")),
+    ("{op_name\u00e9=1 op_name=2}", ("", "2", "", "", "")),  # a Unicode letter continues a key
+    ("{source_line=\u20038}", ("", "", "", "", "")),  # a Unicode blank ends a value
+    ("", ("", "", "", "", "")),
+]
+
+
+@pytest.mark.parametrize("value, expected", FIELD_CASES)
+def test_metadata_field_cases(value: str, expected: tuple) -> None:
+    assert py_metadata_fields(value) == expected
+    if c_metadata_fields is not None:
+        assert c_metadata_fields(value) == expected
+
+
+def test_mutated_metadata_values(compiled_fields) -> None:
+    values = _metadata_values(_fixture_texts())[:2000]
+    assert len(values) > 500
+    rng = random.Random(20261126)
+    specials = _SPECIALS + ["op_name=", "source_line=", "stack_frame_id=", '"\\', "\\\n", "op_type="]
+    found = 0
+    for case in range(6000):
+        value = rng.choice(values)
+        for _ in range(rng.randint(1, 3)):
+            at = rng.randrange(len(value) + 1)
+            if rng.random() < 0.3 and value:
+                value = value[:at] + value[at + 1:]
+            else:
+                value = value[:at] + rng.choice(specials) + value[at:]
+        expected = py_metadata_fields(value)
+        assert compiled_fields(value) == expected, value
+        found += sum(map(bool, expected))
+    assert found > 6000
