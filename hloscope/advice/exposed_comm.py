@@ -18,6 +18,8 @@ from hloscope.advice._common import SIGNIFICANT_SHARE, Advice, is_scheduled, mod
 from hloscope.units import duration
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from hloscope.result import Report
 
 RULE = "exposed-collective"
@@ -28,7 +30,7 @@ def advise(report: Report) -> list[Advice]:
     ops = report.ops
     share = shares(ops)
     traced = ops["measured_s"].notna().any()
-    comm = (ops["category"] == "collective") & ~ops["opcode"].astype(str).str.endswith("-done")
+    comm = _collectives_not_done(ops)
     out = []
     if traced:
         totals = ops.groupby("module")["measured_s"].transform("sum")
@@ -64,3 +66,17 @@ def advise(report: Report) -> list[Advice]:
                           "schedule more independent work between start and done (or make it async)", gain,
                           "roofline_s - overlap_window_s (synchronous: roofline_s)", SOURCE))
     return out
+
+
+def _collectives_not_done(ops: pd.DataFrame) -> pd.Series:
+    """Rows of category ``collective`` whose opcode (as text) does not end in ``-done``: the opcodes of those rows
+    alone are read (pandas' ``.str.endswith`` over every row took ~4 ms on a 21,000-row table)."""
+    import numpy as np
+    import pandas as pd
+
+    collective = np.array(ops["category"] == "collective", dtype=bool)  # (a copy: written below)
+    rows = np.flatnonzero(collective)
+    if len(rows):
+        opcodes = ops["opcode"].to_numpy()[rows]
+        collective[rows] = [not str(o).endswith("-done") for o in opcodes]
+    return pd.Series(collective, index=ops.index)

@@ -34,16 +34,22 @@ _SHOWN = 8
 def advise(report: Report) -> list[Advice]:
     ops = report.ops
     modules = modules_by_name(report)
+    scheduled = {name for name, module in modules.items() if is_scheduled(module)}
+    if not scheduled:
+        return []  # (before optimization XLA has not fused yet)
     col = time_column(ops)
     out = []
-    cand = ops[ops["category"].isin(_KINDS) & (ops["bound"] == "memory") & (ops[col] > 0)]
+    table = ops[["module", "computation", "instruction", "category", "opcode", col]]
+    cand = table[table["category"].isin(_KINDS) & (ops["bound"] == "memory") & (table[col] > 0)]
     for (mname, cname), group in cand.groupby(["module", "computation"]):
         module = modules.get(mname)
-        if module is None or len(group) < 2 or not is_scheduled(module):
-            continue  # (before optimization XLA has not fused yet)
+        if module is None or len(group) < 2 or mname not in scheduled:
+            continue
         total = float(ops.loc[ops["module"] == mname, col].sum())
         comp = module.computation(cname)
-        names = {n for n, cat, op in zip(group["instruction"], group["category"], group["opcode"])
+        # (a dict, in the table's row order: the chains, their members and the sums of their times come out
+        # the same in every process -- a set's order changes with the interpreter's string hash seed)
+        names = {n: None for n, cat, op in zip(group["instruction"], group["category"], group["opcode"])
                  if (cat != "data-movement" or op in _MOVES) and not _in_place(module, comp, n)}
         if len(names) < 2:
             continue

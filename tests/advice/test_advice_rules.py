@@ -215,3 +215,42 @@ def test_well_tuned_fixture_gets_no_advice():
     r = hloscope.analyze(FIXTURES / "hlo" / "gpu-h100_mlp_train.hlo.txt", chip="h100")
     assert (r.ops.loc[r.ops["category"] == "matmul", "bound"] == "compute").all()
     assert not len(r.advice)
+
+
+_TIED_CHAIN = """HloModule tied, is_scheduled=true
+f {
+  p = f32[1024,1024] parameter(0)
+  ROOT n = f32[1024,1024] negate(p)
+}
+ENTRY main {
+  x = f32[1024,1024] parameter(0)
+  c.3 = f32[1024,1024] fusion(x), kind=kLoop, calls=f
+  c.1 = f32[1024,1024] fusion(c.3), kind=kLoop, calls=f
+  c.4 = f32[1024,1024] fusion(c.1), kind=kLoop, calls=f
+  c.2 = f32[1024,1024] fusion(c.4), kind=kLoop, calls=f
+  ROOT c.5 = f32[1024,1024] fusion(c.2), kind=kLoop, calls=f
+}
+"""
+
+
+def test_unfused_chain_is_the_same_whatever_the_hash_seed():
+    """Five equal fusions in a chain (ties in time): the advice lists them in the ops table's order, with the same
+    sum, in every interpreter -- it had iterated a set of names, whose order follows the string hash seed."""
+    import json
+    import subprocess
+    import sys
+
+    script = ("import json, sys, hloscope; r = hloscope.analyze(sys.stdin.read(), chip='tpu-v5e'); "
+              "a = r.advice[r.advice['rule'] == 'unfused-memory-chain']; "
+              "print(json.dumps([a['ops'].tolist(), a['gain_s'].tolist(), r.ops['instruction'].tolist()]))")
+    runs = []
+    for seed in ("1", "2", "3", "4"):
+        env = dict(__import__("os").environ, PYTHONHASHSEED=seed)
+        done = subprocess.run([sys.executable, "-c", script], input=_TIED_CHAIN, capture_output=True, text=True,
+                              env=env, check=True)
+        runs.append(json.loads(done.stdout))
+    assert all(run == runs[0] for run in runs), runs
+    ops, gains, table = runs[0]
+    assert ops == [",".join(table)]  # (equal times: the table's order, which is the module's)
+    per_op = 1024 * 1024 * 4 * 2 / get_chip("tpu-v5e").hbm_bytes_per_s  # read + write, bytes / HBM bandwidth
+    assert gains[0] == pytest.approx(4 * per_op)  # sum - max of five equal times
