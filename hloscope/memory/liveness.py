@@ -250,7 +250,7 @@ class _Walk:
         time = self._tick(cname, inst.name)
         if op == "get-tuple-element":
             tree = ops[0] if ops else None
-            index = inst.attributes.get("index", 0)
+            index = inst.attribute("index", 0)
             if isinstance(tree, tuple) and isinstance(index, int) and 0 <= index < len(tree[1]):
                 return tree[1][index]
             return self.new_tree(inst.shape, cname, inst.name, "temp")
