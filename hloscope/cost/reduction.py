@@ -49,7 +49,7 @@ def reduce_window(inst: HloInstruction, ctx: CostContext) -> OpCost:
     dimension for every output (size ``2d - 1``, padding ``d - 1`` on both sides, the only windowed dim): every
     output of a row is the same reduction, so it is one reduce per row, ``rows * (d - 1)``, then a broadcast.
     XLA recognises the same case but charges ``rows + (d - 1)``; hloscope charges the reduction's work."""
-    window = inst.attributes.get("window", ())
+    window = inst.attribute("window", ())
     out = _first_array(inst.shape)
     window_elements = math.prod(w.size for w in window)
     count = (window_elements - 1) * out.element_count
@@ -63,7 +63,7 @@ def reduce_window(inst: HloInstruction, ctx: CostContext) -> OpCost:
 
 
 def select_and_scatter(inst: HloInstruction, ctx: CostContext) -> OpCost:
-    window = inst.attributes.get("window", ())
+    window = inst.attribute("window", ())
     window_elements = math.prod(w.size for w in window)
     source = ctx.operand_shape(inst, 1).element_count
     calls = inst.called_computations
@@ -102,7 +102,7 @@ def scatter_in_place(inst: HloInstruction, ctx: CostContext) -> OpCost:
 
 def fft(inst: HloInstruction, ctx: CostContext) -> OpCost:
     """XLA ``HandleFft``: ``8 * prod(floor(log2 L) for L in fft_length) * elements`` FLOPs."""
-    lengths = inst.attributes.get("fft_length", ())
+    lengths = inst.attribute("fft_length", ())
     factor = math.prod(max(int(math.log2(n)), 0) for n in lengths if n > 0)
     return boundary(inst, ctx, flops=8 * factor * inst.shape.element_count)
 

@@ -118,7 +118,19 @@ def _compiled() -> Callable[[str, int], tuple[int, list[Row]] | None] | None:
     return compiled
 
 
+def _compiled_builder() -> Callable[..., int] | None:
+    try:
+        from hloscope.parsers._block_scan import build_rows as compiled
+    except ImportError:
+        return None
+    return compiled
+
+
+_PURE = os.environ.get("HLOSCOPE_PURE_PYTHON", "") not in ("", "0")
 #: The C scanner, or None when the extension was not built.
 c_block_rows = _compiled()
-block_rows = (py_block_rows if c_block_rows is None or os.environ.get("HLOSCOPE_PURE_PYTHON", "") not in ("", "0")
-              else c_block_rows)
+block_rows = py_block_rows if c_block_rows is None or _PURE else c_block_rows
+#: The C builder of the common rows of ``_hlo_bodies.BodyReader._rows`` (``build_rows`` in ``_block_scan.c``:
+#: ROOTs, parameters, called computations, operand lists other than ``%a, %b`` and unknown shape texts are left
+#: to the Python loop, which it equals on the rows it builds), or None: then the loop builds every row.
+build_rows = None if _PURE else _compiled_builder()

@@ -408,11 +408,318 @@ static PyObject *block_rows(PyObject *self, PyObject *const *args, Py_ssize_t na
     return result;
 }
 
+/* ---- build_rows: the common rows of BodyReader._rows (_hlo_bodies.py), built without a Python step ---------
+ *
+ * build_rows(rows, start, line, shapes, known, never_calls, new, decoder, out, no_calls, params, root) -> int
+ *
+ * Builds the instructions of rows[start], rows[start + 1], ... (``block_rows`` rows, the first on line ``line``)
+ * as ``BodyReader._rows`` builds them, appending each to ``out`` (and a parameter to ``params``; a ROOT's name
+ * to the one-item list ``root``), and stops at the first row it leaves to Python: an opcode not in ``known``, a
+ * parameter number other than plain digits, a second ROOT, a shape text not in ``shapes``, attributes that may
+ * name called computations (``names_calls``: '%' with "=%" or "={%", or an opcode not in ``never_calls``), or an
+ * operand list other than XLA's ``%a, %b`` or ``a, b`` (a '/' in it, a ',' not followed by " %", operand shapes).
+ * Returns that row's index (len(rows) when it built them all). ``new`` is ``HloInstruction``, called with the
+ * arguments ``_rows`` passes; ``no_calls`` the shared empty called-computations dict. */
+
+static PyObject *STR_EMPTY, *TUPLE_EMPTY, *STR_CALL, *STR_CALL_SET, *STR_PARAMETER, *STR_CONSTANT;
+
+static int init_constants(void) {
+    if (STR_EMPTY != NULL) {
+        return 0;
+    }
+    STR_EMPTY = PyUnicode_FromString("");
+    TUPLE_EMPTY = PyTuple_New(0);
+    STR_CALL = PyUnicode_FromString("=%");
+    STR_CALL_SET = PyUnicode_FromString("={%");
+    STR_PARAMETER = PyUnicode_InternFromString("parameter");
+    STR_CONSTANT = PyUnicode_InternFromString("constant");
+    return (STR_EMPTY && TUPLE_EMPTY && STR_CALL && STR_CALL_SET && STR_PARAMETER && STR_CONSTANT)
+        ? 0 : -1;
+}
+
+/* 1 when text holds sub, 0 when not, -1 on error. */
+static int holds(PyObject *text, PyObject *sub) {
+    Py_ssize_t at = PyUnicode_Find(text, sub, 0, PyUnicode_GET_LENGTH(text), 1);
+    return at == -2 ? -1 : at >= 0;
+}
+
+/* ``tuple(text[1:].split(", %"))`` for text starting with '%', when that gives one name per ',' (every ','
+ * followed by " %") and text holds no '/'; Py_None (borrowed) when not (Python reads it); NULL on error. */
+static PyObject *split_operands(PyObject *text) {
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text), commas = 0, i, k, from;
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    PyObject *out;
+    for (i = 1; i < n; i++) {
+        Py_UCS4 c = CH(i);
+        if (c == ',') {
+            if (i + 2 >= n || CH(i + 1) != ' ' || CH(i + 2) != '%') {
+                return Py_None;
+            }
+            commas++;
+        } else if (c == '/') {
+            return Py_None;
+        }
+    }
+    out = PyTuple_New(commas + 1);
+    if (out == NULL) {
+        return NULL;
+    }
+    from = 1;
+    k = 0;
+    for (i = 1; i <= n; i++) {
+        if (i == n || CH(i) == ',') {
+            PyObject *name = PyUnicode_Substring(text, from, i);
+            if (name == NULL) {
+                Py_DECREF(out);
+                return NULL;
+            }
+            PyTuple_SET_ITEM(out, k++, name);
+            from = i + 3;
+            i += 2;
+        }
+    }
+    return out;
+}
+
+/* The names of an operand list printed without '%' (``a.1, b.2``): what ``operand_list`` reads when
+ * ``_PLAIN_NAMES`` matches the whole text (names of characters other than white space and ``,%(){}[]/``, each
+ * ", " apart): ``tuple(text.split(", "))``. Py_None (borrowed) for any other text; NULL on error. */
+static PyObject *split_plain_names(PyObject *text) {
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text), commas = 0, i, k, from;
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    PyObject *out;
+    for (i = 0; i < n; i++) {
+        Py_UCS4 c = CH(i);
+        if (c == ',') {
+            /* ", " between two names: not first, not last, a name character after the blank */
+            if (i == 0 || i + 2 >= n || CH(i + 1) != ' ' || CH(i - 1) == ' ') {
+                return Py_None;
+            }
+            commas++;
+            i++; /* (the blank) */
+            continue;
+        }
+        switch (c) {
+        case '%': case '(': case ')': case '{': case '}': case '[': case ']': case '/':
+            return Py_None;
+        default:
+            if (Py_UNICODE_ISSPACE(c)) {
+                return Py_None;
+            }
+        }
+    }
+    out = PyTuple_New(commas + 1);
+    if (out == NULL) {
+        return NULL;
+    }
+    from = 0;
+    k = 0;
+    for (i = 0; i <= n; i++) {
+        if (i == n || CH(i) == ',') {
+            PyObject *name = PyUnicode_Substring(text, from, i);
+            if (name == NULL) {
+                Py_DECREF(out);
+                return NULL;
+            }
+            PyTuple_SET_ITEM(out, k++, name);
+            from = i + 2;
+            i += 1;
+        }
+    }
+    return out;
+}
+
+static PyObject *build_rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    PyObject *rows, *shapes, *known, *never_calls, *new, *decoder, *out, *no_calls, *params, *root;
+    Py_ssize_t start, line, n, i;
+    (void)self;
+    if (nargs != 12 || !PyList_Check(args[0]) || !PyDict_Check(args[3]) || !PyAnySet_Check(args[4])
+        || !PyAnySet_Check(args[5]) || !PyList_Check(args[8]) || !PyList_Check(args[10]) || !PyList_Check(args[11])
+        || PyList_GET_SIZE(args[11]) != 1 || !PyUnicode_Check(PyList_GET_ITEM(args[11], 0))) {
+        PyErr_SetString(PyExc_TypeError, "build_rows(rows: list, start: int, line: int, shapes: dict, known: set, "
+                                         "never_calls: set, new, decoder, out: list, no_calls, params: list, "
+                                         "root: [str])");
+        return NULL;
+    }
+    if (init_constants() < 0) {
+        return NULL;
+    }
+    rows = args[0];
+    start = PyLong_AsSsize_t(args[1]);
+    line = PyLong_AsSsize_t(args[2]);
+    if ((start == -1 || line == -1) && PyErr_Occurred()) {
+        return NULL;
+    }
+    shapes = args[3];
+    known = args[4];
+    never_calls = args[5];
+    new = args[6];
+    decoder = args[7];
+    out = args[8];
+    no_calls = args[9];
+    params = args[10];
+    root = args[11];
+    n = PyList_GET_SIZE(rows);
+    for (i = start < 0 ? 0 : start; i < n; i++) {
+        PyObject *row = PyList_GET_ITEM(rows, i);
+        PyObject *is_root, *name, *shape_text, *opcode, *operand_text, *rest, *shape, *operands, *literal, *ln,
+            *number, *inst, *call_args[11];
+        int r, rooted, parameter;
+        if (!PyTuple_Check(row) || PyTuple_GET_SIZE(row) != N_GROUPS) {
+            break;
+        }
+        is_root = PyTuple_GET_ITEM(row, 0);
+        name = PyTuple_GET_ITEM(row, 2);
+        shape_text = PyTuple_GET_ITEM(row, 3);
+        opcode = PyTuple_GET_ITEM(row, 4);
+        operand_text = PyTuple_GET_ITEM(row, 5);
+        rest = PyTuple_GET_ITEM(row, 6);
+        if (!PyUnicode_Check(is_root) || !PyUnicode_Check(operand_text) || !PyUnicode_Check(rest)) {
+            break;
+        }
+        rooted = PyUnicode_GET_LENGTH(is_root) != 0;
+        if (rooted && PyUnicode_GET_LENGTH(PyList_GET_ITEM(root, 0)) != 0) {
+            break; /* a second ROOT: Python returns None */
+        }
+        r = PySet_Contains(known, opcode);
+        if (r < 0) {
+            return NULL;
+        }
+        if (!r) {
+            break;
+        }
+        parameter = PyUnicode_Compare(opcode, STR_PARAMETER) == 0;
+        if (PyUnicode_GET_LENGTH(rest) != 0) { /* names_calls */
+            r = PySet_Contains(never_calls, opcode);
+            if (r < 0) {
+                return NULL;
+            }
+            if (!r) {
+                break;
+            }
+            if (PyUnicode_FindChar(rest, '%', 0, PyUnicode_GET_LENGTH(rest), 1) >= 0) {
+                int a = holds(rest, STR_CALL), b = a ? 0 : holds(rest, STR_CALL_SET);
+                if (a < 0 || b < 0) {
+                    return NULL;
+                }
+                if (a || b) {
+                    break;
+                }
+            }
+        }
+        shape = PyDict_GetItemWithError(shapes, shape_text);
+        if (shape == NULL) {
+            if (PyErr_Occurred()) {
+                return NULL;
+            }
+            break;
+        }
+        literal = STR_EMPTY;
+        number = NULL;
+        if (PyUnicode_GET_LENGTH(operand_text) != 0 && PyUnicode_READ_CHAR(operand_text, 0) == '%') {
+            operands = split_operands(operand_text);
+            if (operands == NULL) {
+                return NULL;
+            }
+            if (operands == Py_None) {
+                break;
+            }
+        } else if (parameter) { /* int(operand_text), for plain digits (anything else: Python's int() reads it) */
+            Py_ssize_t m = PyUnicode_GET_LENGTH(operand_text), d;
+            if (m == 0 || m > 18) {
+                break;
+            }
+            for (d = 0; d < m; d++) {
+                Py_UCS4 c = PyUnicode_READ_CHAR(operand_text, d);
+                if (c < '0' || c > '9') {
+                    break;
+                }
+            }
+            if (d < m) {
+                break;
+            }
+            number = PyLong_FromUnicodeObject(operand_text, 10);
+            if (number == NULL) {
+                return NULL;
+            }
+            operands = TUPLE_EMPTY;
+            Py_INCREF(operands);
+        } else if (PyUnicode_Compare(opcode, STR_CONSTANT) == 0) {
+            literal = operand_text;
+            operands = TUPLE_EMPTY;
+            Py_INCREF(operands);
+        } else if (PyUnicode_GET_LENGTH(operand_text) == 0) {
+            operands = TUPLE_EMPTY;
+            Py_INCREF(operands);
+        } else {
+            operands = split_plain_names(operand_text);
+            if (operands == NULL) {
+                return NULL;
+            }
+            if (operands == Py_None) {
+                break; /* operand shapes, comments, ...: operand_list */
+            }
+        }
+        if (number == NULL) {
+            number = PyLong_FromLong(-1);
+            if (number == NULL) {
+                Py_DECREF(operands);
+                return NULL;
+            }
+        }
+        ln = PyLong_FromSsize_t(line + (i - start));
+        if (ln == NULL) {
+            Py_DECREF(operands);
+            Py_DECREF(number);
+            return NULL;
+        }
+        call_args[0] = name;
+        call_args[1] = opcode;
+        call_args[2] = shape;
+        call_args[3] = operands;
+        call_args[4] = no_calls;
+        call_args[5] = rooted ? Py_True : Py_False;
+        call_args[6] = ln;
+        call_args[7] = literal;
+        call_args[8] = number;
+        call_args[9] = rest;
+        call_args[10] = decoder;
+        inst = PyObject_Vectorcall(new, call_args, 11, NULL);
+        Py_DECREF(operands);
+        Py_DECREF(ln);
+        Py_DECREF(number);
+        if (inst == NULL) {
+            return NULL;
+        }
+        r = PyList_Append(out, inst);
+        if (r == 0 && parameter) {
+            r = PyList_Append(params, inst);
+        }
+        Py_DECREF(inst);
+        if (r < 0) {
+            return NULL;
+        }
+        if (rooted) {
+            Py_INCREF(name);
+            if (PyList_SetItem(root, 0, name) < 0) { /* (steals name, releases the "" it held) */
+                return NULL;
+            }
+        }
+    }
+    return PyLong_FromSsize_t(i);
+}
+
 static PyMethodDef methods[] = {
     {"block_rows", (PyCFunction)(void (*)(void))block_rows, METH_FASTCALL,
      "block_rows(src, pos) -> tuple[int, list[tuple[str, ...]]] | None\n\n"
      "The position of the first line from pos that starts with '}' and the rows of BLOCK_LINE of the lines\n"
      "before it, or None; see hloscope.parsers._block_rows.py_block_rows, which this equals."},
+    {"build_rows", (PyCFunction)(void (*)(void))build_rows, METH_FASTCALL,
+     "build_rows(rows, start, line, shapes, known, never_calls, new, decoder, out, no_calls) -> int\n\n"
+     "Build the common rows of hloscope.parsers._hlo_bodies.BodyReader._rows from rows[start] on (appended to\n"
+     "out); return the index of the first row left to Python."},
     {NULL, NULL, 0, NULL},
 };
 

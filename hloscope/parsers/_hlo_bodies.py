@@ -19,6 +19,7 @@ from hloscope._gc import paused_gc
 from hloscope.parsers import _hlo_re as r
 from hloscope.parsers._hlo_attrs import ASYNC_FORMS, KNOWN_OPCODES
 from hloscope.parsers._hlo_instruction import NEVER_CALLS, NO_CALLS, InstructionReader, has_call_key
+from hloscope.parsers._block_rows import build_rows
 from hloscope.parsers._hlo_lexer import operand_list
 
 _SIGIL_FINDALL = r.SIGIL_NAME.findall
@@ -113,13 +114,26 @@ class BodyReader(InstructionReader):
         out: list[HloInstruction] = []
         append = out.append
         params: list[HloInstruction] = []
-        root = ""
-        ln = lineno
+        root = [""]  # (a list: build_rows writes the ROOT's name there too)
+        build = build_rows  # (C: the common rows, up to the next it leaves to this loop; None without it)
+        resume = retry = 0
+        backoff = 1  # (rows C left in a row: it is asked again after 1, 2, 4, ... of them)
         # The rows come from ``block_rows``: no line ends with a value left open (`calls={`, `condition=`: the
         # body of a computation written in place) and none holds a second ` = ` (a second instruction on the
         # line); such bodies went to the line-by-line loop. (Braces left unbalanced otherwise, like quotes
         # paired across lines, are caught when the attributes are decoded; XLA never prints them.)
-        for is_root, sigil, name, shape_text, opcode, operand_text, rest in matches:
+        for k, (is_root, sigil, name, shape_text, opcode, operand_text, rest) in enumerate(matches):
+            if k < resume:
+                continue  # (built in C)
+            if build is not None and k >= retry:
+                resume = build(matches, k, lineno + k, shapes, known, never_calls, new, self, out, no_calls, params,
+                               root)
+                if resume > k:
+                    backoff = 1
+                    continue
+                retry = k + backoff
+                backoff = min(2 * backoff, 64)
+            ln = lineno + k
             called = no_calls
             if rest and (("%" in rest and ("=%" in rest or "={%" in rest))  # (names_calls, inlined)
                          or (opcode not in never_calls and has_call_key(rest))):
@@ -161,12 +175,11 @@ class BodyReader(InstructionReader):
                 inst = new(name, opcode, shape, operands_of(operand_text) if operand_text else (), called,
                            is_root != "", ln, "", -1, rest, self)
             if is_root:
-                if root:
+                if root[0]:
                     return None
-                root = name
+                root[0] = name
             append(inst)
-            ln += 1
-        return out, root, params
+        return out, root[0], params
 
 
 class LazyBody:

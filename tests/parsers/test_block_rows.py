@@ -276,3 +276,71 @@ def test_bad_arguments(compiled, scan: str) -> None:
             fn(text.encode(), len(HEADER))
         with pytest.raises(TypeError, match="takes 2 arguments"):
             fn(text)
+
+
+def _built(text: str, monkeypatch, builder) -> list:
+    """Every instruction of ``text`` parsed with ``builder`` as ``_hlo_bodies.build_rows`` (None: the Python loop
+    builds every row), as comparable tuples; or the error's message."""
+    from hloscope.parsers import _hlo_bodies, parse_hlo_text
+    from hloscope.parsers._errors import HloParseError
+
+    monkeypatch.setattr(_hlo_bodies, "build_rows", builder)
+    try:
+        module = parse_hlo_text(text)
+    except HloParseError as e:
+        return [str(e)]
+    return [(c.name, c.root_name, [str(s) for s in c.parameter_shapes],
+             [(i.name, i.opcode, str(i.shape), i.operands, dict(i.called_computations), i.is_root, i.line, i.literal,
+               i.parameter_number, i.attribute_text) for i in c.instructions])
+            for c in module.computations]
+
+
+def test_rows_built_in_c_equal_the_python_loop(monkeypatch, corpus_dir: Path) -> None:
+    """``build_rows`` (C) builds the common rows of ``BodyReader._rows``: every corpus and fixture module parses to
+    the same instructions (names, shapes, operands, called computations, roots, lines, literals, parameter
+    numbers, attribute texts) with it as without it."""
+    from hloscope.parsers._block_rows import build_rows
+
+    if build_rows is None:
+        pytest.skip("the C extension is not built (or HLOSCOPE_PURE_PYTHON is set)")
+    paths = sorted(FIXTURES.glob("*.hlo.txt"))
+    paths += sorted(p for d in ("hlo_cpu", "hlo_gpu", "hlo_tpu", "hlo_generic") for p in (corpus_dir / d).glob("*")
+                    if p.suffix in (".hlo", ".txt") and p.stat().st_size < 3_000_000)
+    assert len(paths) > 300
+    for path in paths:
+        text = path.read_text(encoding="utf-8", errors="replace")
+        assert _built(text, monkeypatch, build_rows) == _built(text, monkeypatch, None), path.name
+
+
+@pytest.mark.parametrize("body", [
+    "  %p = f32[] parameter(0)\n  %q = f32[] parameter(1)\n  ROOT %r = f32[] add(%p, %q)\n",
+    "  %p = f32[] parameter(+1)\n  ROOT %r = f32[] negate(%p)\n",  # a number int() reads: left to Python
+    "  %p = f32[] parameter(0)\n  ROOT %r = f32[] negate(%p)\n  ROOT %s = f32[] negate(%p)\n",  # a second ROOT
+    "  %p = f32[] parameter(0)\n  %c = f32[] constant(1.5)\n  ROOT %r = f32[] add(%p, %c)\n",
+    "  %p = f32[] parameter(0)\n  %c = f32[] constant(%p)\n  ROOT %r = f32[] add(%p, %c)\n",  # (operands first)
+    "  %p = f32[] parameter(0)\n  ROOT %r = f32[] add(%p, /*index=1*/%p)\n",  # a comment in the operand list
+    "  %p = f32[] parameter(0)\n  ROOT %r = f32[] add(%p,%p)\n",  # no blank after ','
+    "  %p = f32[] parameter(0)\n  ROOT %r = f32[] add(%p, %p, %)\n",
+    "  %p = f32[] parameter(0)\n  ROOT %r = f32[] frobnicate(%p)\n",  # an opcode hloscope does not know
+    "  %p = f32[] parameter(0)\n  ROOT %r = f32[] add(%p, %missing)\n",  # an operand that names nothing
+    "  %p = f32[] parameter(0)\n  ROOT %r = f32[] negate(%p), metadata={op_name=\"50%\"}\n",
+    "  %p = f32[] parameter(0)\n  ROOT %r = f32[] negate(%p), frontend_attributes={a=\"=%\"}\n",
+    "  %p = f32[] parameter(99999999999999999999)\n  ROOT %r = f32[] negate(%p)\n",
+    # names printed without '%'
+    "  p = f32[] parameter(0)\n  q = f32[] parameter(1)\n  ROOT r = f32[] add(p, q)\n",
+    "  p = f32[] parameter(0)\n  ROOT r = f32[] add(p,p)\n",
+    "  p = f32[] parameter(0)\n  ROOT r = f32[] add(p , p)\n",
+    "  p = f32[] parameter(0)\n  ROOT r = f32[] add(p, p, )\n",
+    "  p = f32[] parameter(0)\n  ROOT r = f32[] add(, p)\n",
+    "  p = f32[] parameter(0)\n  ROOT r = f32[] add(p,  p)\n",
+    "  p = f32[] parameter(0)\n  ROOT r = f32[] add(f32[] p, f32[] p)\n",  # operand shapes: operand_list
+    "  p\u00e9 = f32[] parameter(0)\n  ROOT r = f32[] add(p\u00e9, p\u00e9)\n",
+    "  p = f32[] parameter(0)\n  ROOT r = f32[] add(p,\u2003p)\n",
+])
+def test_rows_built_in_c_edge_cases(monkeypatch, body: str) -> None:
+    from hloscope.parsers._block_rows import build_rows
+
+    if build_rows is None:
+        pytest.skip("the C extension is not built (or HLOSCOPE_PURE_PYTHON is set)")
+    text = "HloModule m\n\nENTRY %e (p: f32[], q: f32[]) -> f32[] {\n" + body + "}\n"
+    assert _built(text, monkeypatch, build_rows) == _built(text, monkeypatch, None)
