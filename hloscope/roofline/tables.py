@@ -285,11 +285,16 @@ def _module_columns(mc: ModuleCost, chip: ChipSpec, per_chip: int, measured: Map
     critical = np.fromiter((peaks[d][0] / chip.hbm_bytes_per_s for d in dtypes), float, count)
     bound = np.where(roofline_s == 0.0, "memory", np.where(roofline_s == compute_s, "compute", "memory")).tolist()
     caveats = ["peak-fallback" if peaks[d][1] else "" for d in dtypes]
+    scored: dict = {}  # (cost, dtype) -> its score's fields: a collective repeats layer after layer
     for k in np.flatnonzero(~simple).tolist():
-        s = score(costs[k], chip, dtypes[k], within_chip)
-        compute_s[k], memory_s[k], comm_s[k], roofline_s[k] = s.compute_s, s.memory_s, s.comm_s, s.roofline_s
-        intensity[k], critical[k], bound[k] = s.intensity, s.critical_intensity, s.bound.value
-        caveats[k] = ",".join(sorted(costs[k].flags | s.flags))
+        key = (costs[k], dtypes[k])
+        fields = scored.get(key)
+        if fields is None:
+            s = score(costs[k], chip, dtypes[k], within_chip)
+            fields = scored[key] = (s.compute_s, s.memory_s, s.comm_s, s.roofline_s, s.intensity,
+                                    s.critical_intensity, s.bound.value, ",".join(sorted(costs[k].flags | s.flags)))
+        (compute_s[k], memory_s[k], comm_s[k], roofline_s[k], intensity[k], critical[k], bound[k],
+         caveats[k]) = fields
     metadata = [i.metadata for i in insts]
     described = {id(md): (md.op_name, md.source) if md else ("", "") for md in metadata}  # (per distinct one)
     fields = list(map(described.__getitem__, map(id, metadata)))
