@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from itertools import compress
+from itertools import chain, compress
 from operator import attrgetter, mul
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -117,29 +117,44 @@ def summed(rows: list[CostRow]) -> OpCost:
     counts = list(map(_COUNT, rows))
     costs = list(map(_COST, rows))
     totals = []
-    for field in _SUMMED_FIELDS:
-        total = _sequential_sum(list(map(mul, map(field, costs), counts)))
-        if total != total:
-            total = _sequential_sum([(v if v == v else 0.0) * n for v, n in zip(map(field, costs), counts)])
-        totals.append(total)
+    if len(rows) < _LONG:
+        for field in _SUMMED_FIELDS:
+            total = _sequential_sum(list(map(mul, map(field, costs), counts)))
+            if total != total:
+                total = _sequential_sum([(v if v == v else 0.0) * n for v, n in zip(map(field, costs), counts)])
+            totals.append(total)
+    else:  # (the same products by numpy: an int or float times a float is the float product either way)
+        import numpy as np
+
+        n = len(rows)
+        weights = np.fromiter(counts, float, n)
+        for field in _SUMMED_FIELDS:
+            values = np.fromiter(map(field, costs), float, n)
+            total = _sequential_sum(values * weights)
+            if total != total:
+                total = _sequential_sum(np.where(values == values, values, 0.0) * weights)
+            totals.append(total)
     flops, transcendentals, read, written, comm = totals
-    kinds = set()
-    group = 0
-    flags: set[str] = set()
-    for c in costs:
-        if c.comm_kind:
-            kinds.add(c.comm_kind)
-            group = max(group, c.group_size)
-        if c.flags:
-            flags.update(c.flags)
+    comm_kinds = list(map(_COMM_KIND, costs))
+    kinds = set(comm_kinds)
+    kinds.discard("")
+    # (the largest group size of the rows with a collective kind, 0 without; the flags of every row: C passes)
+    group = max(chain((0,), compress(map(_GROUP_SIZE, costs), comm_kinds))) if kinds else 0
+    flags = frozenset().union(*filter(None, map(_FLAGS, costs)))
     kind = kinds.pop() if len(kinds) == 1 else ("mixed" if kinds else "")
-    return OpCost(flops, transcendentals, read, written, comm, kind, group, frozenset(flags))
+    return OpCost(flops, transcendentals, read, written, comm, kind, group, flags)
 
 
-def _sequential_sum(values: list) -> float:
+#: Fewer values than this are summed by a Python loop (``_sequential_sum``), and their rows' products made by
+#: Python (``summed``); more, by numpy.
+_LONG = 64
+
+
+def _sequential_sum(values) -> float:
     """``0.0 + values[0] + values[1] + ...`` in that order, to the last bit: a loop for short lists,
-    ``np.add.accumulate`` (a sequential sum, unlike ``np.sum``'s pairwise one) for long ones."""
-    if len(values) < 64:
+    ``np.add.accumulate`` (a sequential sum, unlike ``np.sum``'s pairwise one) for long ones (a list or a float
+    array)."""
+    if len(values) < _LONG:
         total = 0.0
         for v in values:
             total += v
@@ -151,6 +166,9 @@ def _sequential_sum(values: list) -> float:
 
 _COUNT = attrgetter("count")
 _COST = attrgetter("cost")
+_COMM_KIND = attrgetter("comm_kind")
+_GROUP_SIZE = attrgetter("group_size")
+_FLAGS = attrgetter("flags")
 _SUMMED_FIELDS = tuple(map(attrgetter, ("flops", "transcendentals", "bytes_read", "bytes_written", "comm_bytes")))
 
 
