@@ -151,6 +151,15 @@ class Report(ReportAssertions):
         def caveat_list(caveats: str | None) -> list[str]:
             return [f for f in caveats.split(",") if f] if caveats else []
 
+        if tables_as_rows:  # (printed, never handed out: one list per distinct text, shared by its rows)
+            lists: dict = {}
+
+            def caveat_list(caveats: str | None, split=caveat_list) -> list[str]:  # noqa: F811
+                found = lists.get(caveats)
+                if found is None:
+                    found = lists[caveats] = split(caveats)
+                return found
+
         memory = [fp.to_dict() for fp in self.memory]  # first: it fills the modules' peak_bytes
         return {
             "schema": SCHEMA,
