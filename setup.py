@@ -11,4 +11,5 @@ from setuptools import Extension, setup
 setup(ext_modules=[
     Extension("hloscope.parsers._block_scan", ["hloscope/parsers/_block_scan.c"], optional=True),
     Extension("hloscope.parsers._attribute_scan", ["hloscope/parsers/_attribute_scan.c"], optional=True),
+    Extension("hloscope.cost._cost_walk", ["hloscope/cost/_cost_walk.c"], optional=True),
 ])

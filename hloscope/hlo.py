@@ -713,6 +713,15 @@ class HloComputation:
         except (KeyError, ValueError):
             raise KeyError(f"computation {self.name!r} has no instruction {name!r}") from None
 
+    def name_index(self) -> dict[str, int]:
+        """Instruction name -> its index: the index ``index_of`` and ``shape_of`` read (``shape_of(name)`` is
+        ``shapes[name_index()[name]]``), made now if it was not."""
+        index = self._index
+        if index is None:
+            names = self.names
+            index = self._index = dict(zip(names, range(len(names))))
+        return index
+
     def instruction(self, name: str) -> HloInstruction:
         """The instruction called ``name``. Raises KeyError naming the computation when there is none."""
         return self.instruction_at(self.index_of(name))

@@ -16,10 +16,11 @@ Notes:
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass, field
 from itertools import chain, compress
 from operator import attrgetter, mul
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Callable, NamedTuple
 
 from hloscope._gc import paused_gc
 from hloscope.cost import fusion as fusion_rule
@@ -181,6 +182,20 @@ def _apply(rule, target: HloInstruction, inst: HloInstruction, ctx: CostContext)
         return OpCost(math.nan, math.nan, math.nan, math.nan, flags=_RULE_FAILED)
 
 
+def _compiled_shared_rows() -> Callable[..., int] | None:
+    if os.environ.get("HLOSCOPE_PURE_PYTHON", "") not in ("", "0"):
+        return None
+    try:
+        from hloscope.cost._cost_walk import shared_rows as compiled
+    except ImportError:
+        return None
+    return compiled
+
+
+#: The C maker of the rows whose shared cost is already known (``_cost_walk.c``: what ``_Analyzer.visit`` makes
+#: for them), or None without the extension or with ``HLOSCOPE_PURE_PYTHON=1``: then ``visit`` makes every row.
+shared_rows = _compiled_shared_rows()
+
 #: Flags of an instruction whose cost is unknown: its rule met a shape or attribute it did not expect, or
 #: hloscope has no rule for its opcode. Its FLOPs and bytes are NaN, never 0.
 _RULE_FAILED = frozenset({"cost-rule-failed", "unknown-flops", "unknown-bytes"})
@@ -277,7 +292,19 @@ class _Analyzer:
         append = rows.append
         by_shapes = self.by_shapes
         shape_of = comp.shape_of
-        for inst in instructions:
+        shared = shared_rows  # (C: the rows whose shared cost is known, up to the next it leaves here)
+        if shared is not None:
+            if not isinstance(instructions, (list, tuple)):
+                instructions = list(instructions)
+            index, shapes = comp.name_index(), comp.shapes
+        resume = 0
+        for k, inst in enumerate(instructions):
+            if k < resume:
+                continue  # (made in C)
+            if shared is not None:
+                resume = shared(instructions, k, name, count, index, shapes, by_shapes, _SHAPE_RULED, CostRow, rows)
+                if resume > k:
+                    continue
             opcode = inst.opcode
             rule = RULES.get(opcode)
             if rule is not None:

@@ -110,3 +110,54 @@ def test_small_computations_with_the_same_columns_share_their_work(rows) -> None
     assert (analyzer.computation_work("fused.5").flops, analyzer.computation_work("fused.6").flops) == (1024, 512)
     assert (rows["f5"].flops, rows["f6"].flops) == (1024, 512)
     assert len(analyzer.work_by_columns) == 4
+
+
+def _walked(text: str, monkeypatch, maker) -> tuple:
+    """The rows (computation, instruction, cost, count) and totals of ``module_cost`` with ``maker`` as the C
+    maker of shared-cost rows (None: the Python walk makes every row)."""
+    monkeypatch.setattr(walk, "shared_rows", maker)
+    mc = module_cost(parse_hlo_text(text))
+    rows = [(type(r).__name__, r.computation, r.instruction.name, r.instruction.line, tuple(r.cost), r.count)
+            for r in mc.rows]
+    return rows, (mc.flops, mc.transcendentals, mc.bytes_read, mc.bytes_written, mc.comm_bytes, mc.flags)
+
+
+def _same(a, b) -> bool:
+    return repr(a) == repr(b)  # (NaN costs compare equal by their text)
+
+
+def test_shared_rows_made_in_c_equal_the_walk(monkeypatch, corpus_dir) -> None:
+    """``_cost_walk.shared_rows`` makes the rows of instructions whose shared cost is known: every fixture and
+    corpus module costs to the same rows, in the same order, with it as without it."""
+    from pathlib import Path
+
+    if walk.shared_rows is None:
+        pytest.skip("the C extension is not built (or HLOSCOPE_PURE_PYTHON is set)")
+    maker = walk.shared_rows
+    paths = sorted((Path(__file__).resolve().parents[2] / "fixtures" / "hlo").glob("*.hlo.txt"))
+    paths += sorted(p for d in ("hlo_cpu", "hlo_gpu", "hlo_tpu", "hlo_generic") for p in (corpus_dir / d).glob("*")
+                    if p.suffix in (".hlo", ".txt") and p.stat().st_size < 5_000_000)
+    checked = 0
+    for path in paths:
+        text = path.read_text(encoding="utf-8", errors="replace")
+        try:
+            parse_hlo_text(text)
+        except Exception:  # noqa: BLE001 - texts that are not one module (XLA test files): not costed
+            continue
+        assert _same(_walked(text, monkeypatch, maker), _walked(text, monkeypatch, None)), path.name
+        checked += 1
+    assert checked > 300, checked
+
+
+def test_shared_rows_stop_where_the_walk_must_look(monkeypatch) -> None:
+    """An operand the computation does not hold (a key the walk cannot make) and a first sight of a shape
+    (a key not yet costed) are left to the walk; the rows are the walk's."""
+    if walk.shared_rows is None:
+        pytest.skip("the C extension is not built (or HLOSCOPE_PURE_PYTHON is set)")
+    text = ("HloModule m\n\nENTRY %e (p: f32[8], q: f32[8]) -> f32[8] {\n  %p = f32[8]{0} parameter(0)\n"
+            "  %q = f32[8]{0} parameter(1)\n  %a = f32[8]{0} add(%p, %q)\n  %b = f32[8]{0} add(%p, %q)\n"
+            "  %c = f32[8]{0} multiply(%a, %b)\n  %d = f32[8]{0} add(%c, %a)\n  ROOT %r = f32[8]{0} negate(%d)\n}\n")
+    with_c, without = _walked(text, monkeypatch, walk.shared_rows), _walked(text, monkeypatch, None)
+    assert _same(with_c, without)
+    assert [r[2] for r in with_c[0]] == ["p", "q", "a", "b", "c", "d", "r"]
+    assert with_c[1][0] == 5 * 8  # five elementwise instructions (a, b, c, d, r) of 8 elements, a FLOP each
