@@ -312,8 +312,10 @@ def _module_columns(mc: ModuleCost, chip: ChipSpec, per_chip: int, measured: Map
         (compute_s[k], memory_s[k], comm_s[k], roofline_s[k], intensity[k], critical[k], bound[k],
          caveats[k]) = fields
     metadata = [i.metadata for i in insts]
-    described = {id(md): (md.op_name, md.source) if md else ("", "") for md in metadata}  # (per distinct one)
-    fields = list(map(described.__getitem__, map(id, metadata)))
+    ids = list(map(id, metadata))
+    described = {key: (md.op_name, md.source) if md else ("", "")  # (once per distinct metadata object)
+                 for key, md in dict(zip(ids, metadata)).items()}
+    fields = list(map(described.__getitem__, ids))
     out = {
         "module": [mname] * count, "computation": list(map(_COMPUTATION, rows)),
         "instruction": list(map(_NAME, insts)), "opcode": list(map(_OPCODE, insts)),
