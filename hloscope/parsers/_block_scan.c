@@ -443,13 +443,37 @@ static int holds(PyObject *text, PyObject *sub) {
     return at == -2 ? -1 : at >= 0;
 }
 
+/* The ``commas + 1`` names of text from ``start``, each ended by a ',' (or the end) and the next begun ``sep``
+ * characters after that ',' (", %": 3; ", ": 2), as a tuple; NULL on error. */
+static PyObject *names_between(PyObject *text, Py_ssize_t start, Py_ssize_t commas, Py_ssize_t sep) {
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text), i, k = 0, from = start;
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    PyObject *out = PyTuple_New(commas + 1);
+    if (out == NULL) {
+        return NULL;
+    }
+    for (i = start; i <= n; i++) {
+        if (i == n || CH(i) == ',') {
+            PyObject *name = PyUnicode_Substring(text, from, i);
+            if (name == NULL) {
+                Py_DECREF(out);
+                return NULL;
+            }
+            PyTuple_SET_ITEM(out, k++, name);
+            from = i + sep;
+            i += sep - 1;
+        }
+    }
+    return out;
+}
+
 /* ``tuple(text[1:].split(", %"))`` for text starting with '%', when that gives one name per ',' (every ','
  * followed by " %") and text holds no '/'; Py_None (borrowed) when not (Python reads it); NULL on error. */
 static PyObject *split_operands(PyObject *text) {
-    Py_ssize_t n = PyUnicode_GET_LENGTH(text), commas = 0, i, k, from;
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text), commas = 0, i;
     int kind = PyUnicode_KIND(text);
     const void *data = PyUnicode_DATA(text);
-    PyObject *out;
     for (i = 1; i < n; i++) {
         Py_UCS4 c = CH(i);
         if (c == ',') {
@@ -461,35 +485,16 @@ static PyObject *split_operands(PyObject *text) {
             return Py_None;
         }
     }
-    out = PyTuple_New(commas + 1);
-    if (out == NULL) {
-        return NULL;
-    }
-    from = 1;
-    k = 0;
-    for (i = 1; i <= n; i++) {
-        if (i == n || CH(i) == ',') {
-            PyObject *name = PyUnicode_Substring(text, from, i);
-            if (name == NULL) {
-                Py_DECREF(out);
-                return NULL;
-            }
-            PyTuple_SET_ITEM(out, k++, name);
-            from = i + 3;
-            i += 2;
-        }
-    }
-    return out;
+    return names_between(text, 1, commas, 3);
 }
 
 /* The names of an operand list printed without '%' (``a.1, b.2``): what ``operand_list`` reads when
  * ``_PLAIN_NAMES`` matches the whole text (names of characters other than white space and ``,%(){}[]/``, each
  * ", " apart): ``tuple(text.split(", "))``. Py_None (borrowed) for any other text; NULL on error. */
 static PyObject *split_plain_names(PyObject *text) {
-    Py_ssize_t n = PyUnicode_GET_LENGTH(text), commas = 0, i, k, from;
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text), commas = 0, i;
     int kind = PyUnicode_KIND(text);
     const void *data = PyUnicode_DATA(text);
-    PyObject *out;
     for (i = 0; i < n; i++) {
         Py_UCS4 c = CH(i);
         if (c == ',') {
@@ -510,25 +515,7 @@ static PyObject *split_plain_names(PyObject *text) {
             }
         }
     }
-    out = PyTuple_New(commas + 1);
-    if (out == NULL) {
-        return NULL;
-    }
-    from = 0;
-    k = 0;
-    for (i = 0; i <= n; i++) {
-        if (i == n || CH(i) == ',') {
-            PyObject *name = PyUnicode_Substring(text, from, i);
-            if (name == NULL) {
-                Py_DECREF(out);
-                return NULL;
-            }
-            PyTuple_SET_ITEM(out, k++, name);
-            from = i + 2;
-            i += 1;
-        }
-    }
-    return out;
+    return names_between(text, 0, commas, 2);
 }
 
 static PyObject *build_rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {

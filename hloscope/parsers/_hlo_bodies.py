@@ -17,9 +17,9 @@ from typing import Iterable, Sequence
 from hloscope.hlo import HloInstruction, Shape
 from hloscope._gc import paused_gc
 from hloscope.parsers import _hlo_re as r
+from hloscope.parsers._block_rows import build_rows
 from hloscope.parsers._hlo_attrs import ASYNC_FORMS, KNOWN_OPCODES
 from hloscope.parsers._hlo_instruction import NEVER_CALLS, NO_CALLS, InstructionReader, has_call_key
-from hloscope.parsers._block_rows import build_rows
 from hloscope.parsers._hlo_lexer import operand_list
 
 _SIGIL_FINDALL = r.SIGIL_NAME.findall

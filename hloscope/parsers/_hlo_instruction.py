@@ -33,12 +33,14 @@ def has_call_key(text: str) -> bool:
         if probe in text:
             return True
     return False
+
+
 #: Known opcodes whose instruction never names a called computation (XLA: only call, conditional, while, fusion,
 #: map, reduce, reduce-window, scan, scatter, select-and-scatter, sort, all-reduce(-start), reduce-scatter,
-#: custom-call and the async ops take one; XLA's parser refuses a call key on any other). XLA prints called computations
-#: with '%' where it prints names with it (``calls=%f``); a hand-written text may not (``true_computation=T``,
-#: or no '%' anywhere): for a line of any other opcode without ``=%``, ``has_call_key`` looks for the keys
-#: (``names_calls``).
+#: custom-call and the async ops take one; XLA's parser refuses a call key on any other). XLA prints called
+#: computations with '%' where it prints names with it (``calls=%f``); a hand-written text may not
+#: (``true_computation=T``, or no '%' anywhere): for a line of any other opcode without ``=%``, ``has_call_key``
+#: looks for the keys (``names_calls``).
 NEVER_CALLS = KNOWN_OPCODES - {"call", "conditional", "while", "fusion", "map", "reduce", "reduce-window", "scan",
                                "scatter", "select-and-scatter", "sort", "all-reduce", "all-reduce-start",
                                "reduce-scatter", "custom-call", "async-start", "async-update", "async-done"}

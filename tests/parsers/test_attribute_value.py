@@ -110,19 +110,25 @@ _SPECIALS = [" ", ",", ", ", "=", '"', "\\", "{", "}", "(", ")", "[", "]", "\n",
              ", metadata=", ", kind=", "mesh[", "\u00e9", "\u03bb", "\u2003", "\U0001f600", "_", "-", "."]
 
 
+def _mutated(rng: random.Random, texts: list[str], specials: list[str]) -> str:
+    """One of ``texts`` with one to three characters removed, or ``specials`` inserted, at random places."""
+    text = rng.choice(texts)
+    for _ in range(rng.randint(1, 3)):
+        at = rng.randrange(len(text) + 1)
+        if rng.random() < 0.3 and text:
+            text = text[:at] + text[at + 1:]
+        else:
+            text = text[:at] + rng.choice(specials) + text[at:]
+    return text
+
+
 def test_mutated_real_texts(compiled) -> None:
     """Real attribute texts with a few characters inserted or removed: both readers agree for every key."""
     texts = _fixture_texts()[:3000]
     rng = random.Random(20261125)
     statuses = {UNKNOWN: 0, KNOWN: 0, KNOWN_IF_READ: 0}
     for case in range(6000):
-        text = rng.choice(texts)
-        for _ in range(rng.randint(1, 3)):
-            at = rng.randrange(len(text) + 1)
-            if rng.random() < 0.3 and text:
-                text = text[:at] + text[at + 1:]
-            else:
-                text = text[:at] + rng.choice(_SPECIALS) + text[at:]
+        text = _mutated(rng, texts, _SPECIALS)
         for key in ("metadata", "kind", "x", "dimensions"):
             expected = py_attribute_value(text, key)
             assert compiled(text, key) == expected, (key, text)
@@ -210,13 +216,7 @@ def test_mutated_metadata_values(compiled_fields) -> None:
     specials = _SPECIALS + ["op_name=", "source_line=", "stack_frame_id=", '"\\', "\\\n", "op_type="]
     found = 0
     for case in range(6000):
-        value = rng.choice(values)
-        for _ in range(rng.randint(1, 3)):
-            at = rng.randrange(len(value) + 1)
-            if rng.random() < 0.3 and value:
-                value = value[:at] + value[at + 1:]
-            else:
-                value = value[:at] + rng.choice(specials) + value[at:]
+        value = _mutated(rng, values, specials)
         expected = py_metadata_fields(value)
         assert compiled_fields(value) == expected, value
         found += sum(map(bool, expected))

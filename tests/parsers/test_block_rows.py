@@ -223,8 +223,8 @@ def test_operand_shapes_with_tuples_read_as_on_the_line_by_line_path() -> None:
             "  %c = f32[4]{0} conditional(s32[] %i, () %t, (s32[], f32[4]{0}) %p), "
             "branch_computations={%b0, %b1}, metadata={op_name=\"jit(f)/cond\"}\n"
             "  ROOT %r = f32[4]{0} negate(f32[4]{0} %c)\n")
-    branches = "".join(f"%b{k} (a: ()) -> f32[4] {{\n  %a = () parameter(0)\n  ROOT %z = f32[4]{{0}} constant({{{k}, 0, 0, 0}})\n}}\n\n"
-                       for k in range(2))
+    branches = "".join(f"%b{k} (a: ()) -> f32[4] {{\n  %a = () parameter(0)\n"
+                       f"  ROOT %z = f32[4]{{0}} constant({{{k}, 0, 0, 0}})\n}}\n\n" for k in range(2))
     header = "HloModule m\n\n" + branches + "ENTRY %main (p: (s32[], f32[4])) -> f32[4] {\n"
     whole_text = header + body + "}\n"
     assert py_block_rows(whole_text, len(header)) is not None
