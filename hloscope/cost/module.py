@@ -129,12 +129,13 @@ def summed(rows: list[CostRow]) -> OpCost:
 
         n = len(rows)
         weights = np.fromiter(counts, float, n)
-        for field in _SUMMED_FIELDS:
-            values = np.fromiter(map(field, costs), float, n)
-            total = _sequential_sum(values * weights)
-            if total != total:
-                total = _sequential_sum(np.where(values == values, values, 0.0) * weights)
-            totals.append(total)
+        with np.errstate(invalid="ignore", over="ignore"):  # (as Python's floats: NaN and inf, no warning)
+            for field in _SUMMED_FIELDS:
+                values = np.fromiter(map(field, costs), float, n)
+                total = _sequential_sum(values * weights)
+                if total != total:
+                    total = _sequential_sum(np.where(values == values, values, 0.0) * weights)
+                totals.append(total)
     flops, transcendentals, read, written, comm = totals
     comm_kinds = list(map(_COMM_KIND, costs))
     kinds = set(comm_kinds)
