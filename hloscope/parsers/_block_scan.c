@@ -410,18 +410,21 @@ static PyObject *block_rows(PyObject *self, PyObject *const *args, Py_ssize_t na
 
 /* ---- build_rows: the common rows of BodyReader._rows (_hlo_bodies.py), built without a Python step ---------
  *
- * build_rows(rows, start, line, shapes, known, never_calls, new, decoder, out, no_calls, params, root) -> int
+ * build_rows(rows, start, line, shapes, known, never_calls, new, decoder, out, no_calls, params, root, call_keys,
+ *            roles) -> int
  *
  * Builds the instructions of rows[start], rows[start + 1], ... (``block_rows`` rows, the first on line ``line``)
  * as ``BodyReader._rows`` builds them, appending each to ``out`` (and a parameter to ``params``; a ROOT's name
  * to the one-item list ``root``), and stops at the first row it leaves to Python: an opcode not in ``known``, a
- * parameter number other than plain digits, a second ROOT, a shape text not in ``shapes``, attributes that may
- * name called computations (``names_calls``: '%' with "=%" or "={%", or an opcode not in ``never_calls``), or an
- * operand list other than XLA's ``%a, %b`` or ``a, b`` (a '/' in it, a ',' not followed by " %", operand shapes).
- * Returns that row's index (len(rows) when it built them all). ``new`` is ``HloInstruction``, called with the
- * arguments ``_rows`` passes; ``no_calls`` the shared empty called-computations dict. */
+ * parameter number other than plain digits, a second ROOT, a shape text not in ``shapes``, a computation written
+ * in place, or an operand list other than XLA's ``%a, %b`` or ``a, b`` (a '/' in it, a ',' not followed by
+ * " %", operand shapes). A row that may name called computations (``names_calls``: '%' with "=%" or "={%", or an
+ * opcode not in ``never_calls``) gets them as ``_called`` reads them (``read_calls``: ``call_keys`` in
+ * ``_CALL_KEY``'s order, filed by ``roles``). Returns the index of the row it stopped at (len(rows) when it built
+ * them all). ``new`` is ``HloInstruction``, called with the arguments ``_rows`` passes; ``no_calls`` the shared
+ * empty called-computations dict. */
 
-static PyObject *STR_EMPTY, *TUPLE_EMPTY, *STR_CALL, *STR_CALL_SET, *STR_PARAMETER, *STR_CONSTANT;
+static PyObject *STR_EMPTY, *TUPLE_EMPTY, *STR_CALL, *STR_CALL_SET, *STR_PARAMETER, *STR_CONSTANT, *STR_CALLS;
 
 static int init_constants(void) {
     if (STR_EMPTY != NULL) {
@@ -433,7 +436,8 @@ static int init_constants(void) {
     STR_CALL_SET = PyUnicode_FromString("={%");
     STR_PARAMETER = PyUnicode_InternFromString("parameter");
     STR_CONSTANT = PyUnicode_InternFromString("constant");
-    return (STR_EMPTY && TUPLE_EMPTY && STR_CALL && STR_CALL_SET && STR_PARAMETER && STR_CONSTANT)
+    STR_CALLS = PyUnicode_InternFromString("calls");
+    return (STR_EMPTY && TUPLE_EMPTY && STR_CALL && STR_CALL_SET && STR_PARAMETER && STR_CONSTANT && STR_CALLS)
         ? 0 : -1;
 }
 
@@ -518,17 +522,187 @@ static PyObject *split_plain_names(PyObject *text) {
     return names_between(text, 0, commas, 2);
 }
 
+/* ``name_value`` of _hlo_re (text[1:] when it starts with '%') of [a, b) of text; new reference. */
+static PyObject *name_value_of(PyObject *text, Py_ssize_t a, Py_ssize_t b) {
+    if (a < b && PyUnicode_READ_CHAR(text, a) == '%') {
+        a++;
+    }
+    return PyUnicode_Substring(text, a, b);
+}
+
+/* The names of a braced value [a, b) of text as ``_hlo_re.name_list`` reads them: stripped, its first and
+ * last characters dropped, split at ',', each piece stripped, empty pieces skipped, ``name_value`` of each. */
+static PyObject *name_list_of(PyObject *text, Py_ssize_t a, Py_ssize_t b) {
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    PyObject *names = PyList_New(0), *out;
+    Py_ssize_t i, from, x, y;
+    if (names == NULL) {
+        return NULL;
+    }
+    while (a < b && Py_UNICODE_ISSPACE(CH(a))) {
+        a++;
+    }
+    while (b > a && Py_UNICODE_ISSPACE(CH(b - 1))) {
+        b--;
+    }
+    if (a < b && CH(a) == '{') { /* body[1:-1] */
+        a++;
+        b = b - 1 < a ? a : b - 1;
+    }
+    from = a;
+    for (i = a; i <= b; i++) {
+        if (i == b || CH(i) == ',') {
+            x = from;
+            y = i;
+            while (x < y && Py_UNICODE_ISSPACE(CH(x))) {
+                x++;
+            }
+            while (y > x && Py_UNICODE_ISSPACE(CH(y - 1))) {
+                y--;
+            }
+            if (x < y) {
+                PyObject *name = name_value_of(text, x, y);
+                if (name == NULL || PyList_Append(names, name) < 0) {
+                    Py_XDECREF(name);
+                    Py_DECREF(names);
+                    return NULL;
+                }
+                Py_DECREF(name);
+            }
+            from = i + 1;
+        }
+    }
+    out = PyList_AsTuple(names);
+    Py_DECREF(names);
+    return out;
+}
+
+/* ``InstructionReader._called`` of an attribute text: the called computations named by ``_CALL_KEY``'s matches
+ * -- ``(?:^|,)\s*(KEY)=(\{[^}]*\}|[^\s,]+)``, ``keys`` in the regex's order, each match searched from where the
+ * last ended, a failed try one character on -- filed by ``roles`` (a key it lacks: ``calls``). A new dict;
+ * Py_None (borrowed) when a braced value holds '=' (a computation written in place); NULL on error. */
+static PyObject *read_calls(PyObject *rest, PyObject *keys, PyObject *roles) {
+    Py_ssize_t n = PyUnicode_GET_LENGTH(rest), p = 0;
+    int kind = PyUnicode_KIND(rest);
+    const void *data = PyUnicode_DATA(rest);
+    PyObject *called = PyDict_New();
+    if (called == NULL) {
+        return NULL;
+    }
+    while (p < n) {
+        Py_ssize_t q = p, v, e = -1, j, k, nkeys = PyTuple_GET_SIZE(keys);
+        PyObject *key = NULL;
+        if (CH(q) == ',') {
+            q++;
+        } else if (p != 0) {
+            p++;
+            continue;
+        }
+        while (q < n && Py_UNICODE_ISSPACE(CH(q))) {
+            q++;
+        }
+        for (k = 0; k < nkeys && key == NULL; k++) {
+            PyObject *cand = PyTuple_GET_ITEM(keys, k);
+            Py_ssize_t m = PyUnicode_GET_LENGTH(cand), t;
+            if (q + m >= n || CH(q + m) != '=') {
+                continue;
+            }
+            for (t = 0; t < m && CH(q + t) == PyUnicode_READ_CHAR(cand, t); t++) {
+            }
+            if (t == m) {
+                key = cand;
+                v = q + m + 1;
+            }
+        }
+        if (key == NULL) {
+            p++;
+            continue;
+        }
+        if (v < n && CH(v) == '{') { /* \{[^}]*\} */
+            for (j = v + 1; j < n && CH(j) != '}'; j++) {
+            }
+            if (j < n) {
+                e = j + 1;
+            }
+        }
+        if (e < 0) { /* [^\s,]+ */
+            for (j = v; j < n && CH(j) != ',' && !Py_UNICODE_ISSPACE(CH(j)); j++) {
+            }
+            if (j == v) {
+                p++;
+                continue;
+            }
+            e = j;
+        }
+        {
+            PyObject *role, *names, *before, *joined;
+            int braced = CH(v) == '{';
+            if (braced) {
+                for (j = v; j < e && CH(j) != '='; j++) {
+                }
+                if (j < e) {
+                    Py_DECREF(called);
+                    return Py_None;
+                }
+                names = name_list_of(rest, v, e);
+            } else {
+                PyObject *name = name_value_of(rest, v, e);
+                names = name == NULL ? NULL : PyTuple_Pack(1, name);
+                Py_XDECREF(name);
+            }
+            if (names == NULL) {
+                Py_DECREF(called);
+                return NULL;
+            }
+            role = PyDict_GetItemWithError(roles, key);
+            if (role == NULL && PyErr_Occurred()) {
+                Py_DECREF(names);
+                Py_DECREF(called);
+                return NULL;
+            }
+            if (role == NULL) {
+                role = STR_CALLS;
+            }
+            before = PyDict_GetItemWithError(called, role);
+            if (before == NULL && PyErr_Occurred()) {
+                Py_DECREF(names);
+                Py_DECREF(called);
+                return NULL;
+            }
+            joined = before == NULL ? (Py_INCREF(names), names) : PySequence_Concat(before, names);
+            Py_DECREF(names);
+            if (joined == NULL || PyDict_SetItem(called, role, joined) < 0) {
+                Py_XDECREF(joined);
+                Py_DECREF(called);
+                return NULL;
+            }
+            Py_DECREF(joined);
+        }
+        p = e;
+    }
+    return called;
+}
+
 static PyObject *build_rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    PyObject *rows, *shapes, *known, *never_calls, *new, *decoder, *out, *no_calls, *params, *root;
+    PyObject *rows, *shapes, *known, *never_calls, *new, *decoder, *out, *no_calls, *params, *root, *call_keys,
+        *roles;
     Py_ssize_t start, line, n, i;
     (void)self;
-    if (nargs != 12 || !PyList_Check(args[0]) || !PyDict_Check(args[3]) || !PyAnySet_Check(args[4])
+    if (nargs != 14 || !PyList_Check(args[0]) || !PyDict_Check(args[3]) || !PyAnySet_Check(args[4])
         || !PyAnySet_Check(args[5]) || !PyList_Check(args[8]) || !PyList_Check(args[10]) || !PyList_Check(args[11])
-        || PyList_GET_SIZE(args[11]) != 1 || !PyUnicode_Check(PyList_GET_ITEM(args[11], 0))) {
+        || PyList_GET_SIZE(args[11]) != 1 || !PyUnicode_Check(PyList_GET_ITEM(args[11], 0))
+        || !PyTuple_Check(args[12]) || !PyDict_Check(args[13])) {
         PyErr_SetString(PyExc_TypeError, "build_rows(rows: list, start: int, line: int, shapes: dict, known: set, "
                                          "never_calls: set, new, decoder, out: list, no_calls, params: list, "
-                                         "root: [str])");
+                                         "root: [str], call_keys: tuple, roles: dict)");
         return NULL;
+    }
+    for (i = 0; i < PyTuple_GET_SIZE(args[12]); i++) {
+        if (!PyUnicode_Check(PyTuple_GET_ITEM(args[12], i))) {
+            PyErr_SetString(PyExc_TypeError, "build_rows: call_keys must hold str");
+            return NULL;
+        }
     }
     if (init_constants() < 0) {
         return NULL;
@@ -548,11 +722,13 @@ static PyObject *build_rows(PyObject *self, PyObject *const *args, Py_ssize_t na
     no_calls = args[9];
     params = args[10];
     root = args[11];
+    call_keys = args[12];
+    roles = args[13];
     n = PyList_GET_SIZE(rows);
     for (i = start < 0 ? 0 : start; i < n; i++) {
         PyObject *row = PyList_GET_ITEM(rows, i);
         PyObject *is_root, *name, *shape_text, *opcode, *operand_text, *rest, *shape, *operands, *literal, *ln,
-            *number, *inst, *call_args[11];
+            *number, *inst, *called = NULL, *call_args[11];
         int r, rooted, parameter;
         if (!PyTuple_Check(row) || PyTuple_GET_SIZE(row) != N_GROUPS) {
             break;
@@ -578,24 +754,6 @@ static PyObject *build_rows(PyObject *self, PyObject *const *args, Py_ssize_t na
             break;
         }
         parameter = PyUnicode_Compare(opcode, STR_PARAMETER) == 0;
-        if (PyUnicode_GET_LENGTH(rest) != 0) { /* names_calls */
-            r = PySet_Contains(never_calls, opcode);
-            if (r < 0) {
-                return NULL;
-            }
-            if (!r) {
-                break;
-            }
-            if (PyUnicode_FindChar(rest, '%', 0, PyUnicode_GET_LENGTH(rest), 1) >= 0) {
-                int a = holds(rest, STR_CALL), b = a ? 0 : holds(rest, STR_CALL_SET);
-                if (a < 0 || b < 0) {
-                    return NULL;
-                }
-                if (a || b) {
-                    break;
-                }
-            }
-        }
         shape = PyDict_GetItemWithError(shapes, shape_text);
         if (shape == NULL) {
             if (PyErr_Occurred()) {
@@ -649,24 +807,58 @@ static PyObject *build_rows(PyObject *self, PyObject *const *args, Py_ssize_t na
                 break; /* operand shapes, comments, ...: operand_list */
             }
         }
+        called = no_calls; /* (names_calls, then _called's read: after the operands, whose checks may stop first) */
+        Py_INCREF(called);
+        if (PyUnicode_GET_LENGTH(rest) != 0) {
+            int calls = 0;
+            PyObject *found = NULL;
+            if (PyUnicode_FindChar(rest, '%', 0, PyUnicode_GET_LENGTH(rest), 1) >= 0) {
+                int a = holds(rest, STR_CALL), b = a ? 0 : holds(rest, STR_CALL_SET);
+                if (a < 0 || b < 0) {
+                    goto error;
+                }
+                calls = a || b;
+            }
+            if (!calls) {
+                r = PySet_Contains(never_calls, opcode);
+                if (r < 0) {
+                    goto error;
+                }
+                calls = !r; /* (a call key, has_call_key's question, is what read_calls looks for) */
+            }
+            if (calls) {
+                found = read_calls(rest, call_keys, roles);
+                if (found == NULL) {
+                    goto error;
+                }
+                if (found == Py_None) { /* a computation written in place: Python gives up on the body */
+                    Py_DECREF(called);
+                    Py_DECREF(operands);
+                    Py_XDECREF(number);
+                    break;
+                }
+                if (PyDict_GET_SIZE(found) != 0) {
+                    Py_SETREF(called, found);
+                } else {
+                    Py_DECREF(found);
+                }
+            }
+        }
         if (number == NULL) {
             number = PyLong_FromLong(-1);
             if (number == NULL) {
-                Py_DECREF(operands);
-                return NULL;
+                goto error;
             }
         }
         ln = PyLong_FromSsize_t(line + (i - start));
         if (ln == NULL) {
-            Py_DECREF(operands);
-            Py_DECREF(number);
-            return NULL;
+            goto error;
         }
         call_args[0] = name;
         call_args[1] = opcode;
         call_args[2] = shape;
         call_args[3] = operands;
-        call_args[4] = no_calls;
+        call_args[4] = called;
         call_args[5] = rooted ? Py_True : Py_False;
         call_args[6] = ln;
         call_args[7] = literal;
@@ -677,6 +869,7 @@ static PyObject *build_rows(PyObject *self, PyObject *const *args, Py_ssize_t na
         Py_DECREF(operands);
         Py_DECREF(ln);
         Py_DECREF(number);
+        Py_DECREF(called);
         if (inst == NULL) {
             return NULL;
         }
@@ -694,6 +887,12 @@ static PyObject *build_rows(PyObject *self, PyObject *const *args, Py_ssize_t na
                 return NULL;
             }
         }
+        continue;
+    error: /* (an error once the row's operands, number and called computations are held) */
+        Py_XDECREF(called);
+        Py_DECREF(operands);
+        Py_XDECREF(number);
+        return NULL;
     }
     return PyLong_FromSsize_t(i);
 }
@@ -704,7 +903,8 @@ static PyMethodDef methods[] = {
      "The position of the first line from pos that starts with '}' and the rows of BLOCK_LINE of the lines\n"
      "before it, or None; see hloscope.parsers._block_rows.py_block_rows, which this equals."},
     {"build_rows", (PyCFunction)(void (*)(void))build_rows, METH_FASTCALL,
-     "build_rows(rows, start, line, shapes, known, never_calls, new, decoder, out, no_calls) -> int\n\n"
+     "build_rows(rows, start, line, shapes, known, never_calls, new, decoder, out, no_calls, params, root,\n"
+     "           call_keys, roles) -> int\n\n"
      "Build the common rows of hloscope.parsers._hlo_bodies.BodyReader._rows from rows[start] on (appended to\n"
      "out); return the index of the first row left to Python."},
     {NULL, NULL, 0, NULL},

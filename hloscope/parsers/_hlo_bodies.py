@@ -14,12 +14,12 @@ from itertools import chain, compress, repeat
 from operator import itemgetter
 from typing import Iterable, Sequence
 
-from hloscope.hlo import HloInstruction, Shape
+from hloscope.hlo import CALLED_COMPUTATION_ROLES, HloInstruction, Shape
 from hloscope._gc import paused_gc
 from hloscope.parsers import _hlo_re as r
 from hloscope.parsers._block_rows import build_rows
 from hloscope.parsers._hlo_attrs import ASYNC_FORMS, KNOWN_OPCODES
-from hloscope.parsers._hlo_instruction import NEVER_CALLS, NO_CALLS, InstructionReader, has_call_key
+from hloscope.parsers._hlo_instruction import CALL_KEYS, NEVER_CALLS, NO_CALLS, InstructionReader, has_call_key
 from hloscope.parsers._hlo_lexer import operand_list
 
 _SIGIL_FINDALL = r.SIGIL_NAME.findall
@@ -127,7 +127,7 @@ class BodyReader(InstructionReader):
                 continue  # (built in C)
             if build is not None and k >= retry:
                 resume = build(matches, k, lineno + k, shapes, known, never_calls, new, self, out, no_calls, params,
-                               root)
+                               root, CALL_KEYS, CALLED_COMPUTATION_ROLES)
                 if resume > k:
                     backoff = 1
                     continue

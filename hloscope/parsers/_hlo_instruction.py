@@ -20,8 +20,10 @@ from hloscope.parsers._hlo_lexer import SKIP, operand_list
 
 #: The called computations of an instruction that calls none (shared: never written to).
 NO_CALLS: dict[str, tuple[str, ...]] = {}
-_CALL_KEYS = sorted(set(CALLED_COMPUTATION_ROLES) | LIST_CALL_KEYS, key=lambda k: (-len(k), k))
-_CALL_KEY_PROBES = tuple(k + "=" for k in _CALL_KEYS)
+#: The attribute keys that name called computations, longest first: ``_CALL_KEY``'s alternatives, in its order
+#: (``build_rows`` in _block_scan.c reads them in the same order).
+CALL_KEYS = tuple(sorted(set(CALLED_COMPUTATION_ROLES) | LIST_CALL_KEYS, key=lambda k: (-len(k), k)))
+_CALL_KEY_PROBES = tuple(k + "=" for k in CALL_KEYS)
 
 
 def has_call_key(text: str) -> bool:
@@ -53,7 +55,7 @@ def names_calls(opcode: str, rest: str) -> bool:
     return "=%" in rest or "={%" in rest or (opcode not in NEVER_CALLS and has_call_key(rest))
 
 
-_CALL_KEY = re.compile(r"(?:^|,)\s*(%s)=(\{[^}]*\}|[^\s,]+)" % "|".join(map(re.escape, _CALL_KEYS)))
+_CALL_KEY = re.compile(r"(?:^|,)\s*(%s)=(\{[^}]*\}|[^\s,]+)" % "|".join(map(re.escape, CALL_KEYS)))
 #: An instruction written in place as an operand: an opcode right before '(' (not part of a name).
 _NESTED_OPERAND = re.compile(r"(?<![\w.%\-])[a-z][a-z0-9\-_]*\s*\(")
 

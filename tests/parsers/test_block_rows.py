@@ -336,11 +336,57 @@ def test_rows_built_in_c_equal_the_python_loop(monkeypatch, corpus_dir: Path) ->
     "  p = f32[] parameter(0)\n  ROOT r = f32[] add(f32[] p, f32[] p)\n",  # operand shapes: operand_list
     "  p\u00e9 = f32[] parameter(0)\n  ROOT r = f32[] add(p\u00e9, p\u00e9)\n",
     "  p = f32[] parameter(0)\n  ROOT r = f32[] add(p,\u2003p)\n",
+    # called computations, in the forms _called reads
+    "  %p = f32[8] parameter(0)\n  %z = f32[] constant(0)\n  ROOT %r = f32[] reduce(%p, %z), dimensions={0}, "
+    "to_apply=%add\n",
+    "  %p = f32[8] parameter(0)\n  %z = f32[] constant(0)\n  ROOT %r = f32[] reduce(%p, %z), dimensions={0}, "
+    "to_apply=add\n",
+    "  %p = f32[8] parameter(0)\n  %z = f32[] constant(0)\n  ROOT %r = f32[] reduce(%p, %z), dimensions={0},  "
+    "to_apply=%add\n",
+    "  %p = f32[8] parameter(0)\n  ROOT %c = f32[8] call(%p), to_apply=%neg, metadata={op_name=\"a,calls=add\"}\n",
+    "  %p = f32[8] parameter(0)\n  ROOT %c = f32[8] call(%p), to_apply=%neg, backend_config=\"x=%y\"\n",
+    "  %p = f32[8] parameter(0)\n  ROOT %c = f32[8] custom-call(%p), custom_call_target=\"t\", "
+    "called_computations={%neg, %add}\n",
+    "  %p = f32[8] parameter(0)\n  ROOT %c = f32[8] custom-call(%p), custom_call_target=\"t\", "
+    "called_computations={}\n",
+    "  %p = f32[8] parameter(0)\n  ROOT %c = f32[8] custom-call(%p), custom_call_target=\"t\"\n",
+    "  %p = f32[8] parameter(0)\n  ROOT %c = f32[8] custom-call(%p), called_computations={%neg\n",
+    "  %q = pred[] parameter(1)\n  %p = f32[8] parameter(0)\n  ROOT %c = f32[8] conditional(%q, %p, %p), "
+    "true_computation=neg, false_computation=%neg\n",
+    "  %q = s32[] parameter(1)\n  %p = f32[8] parameter(0)\n  ROOT %c = f32[8] conditional(%q, %p, %p), "
+    "branch_computations={%neg, neg}\n",
+    "  %p = f32[8] parameter(0)\n  ROOT %c = f32[8] fusion(%p), kind=kLoop, calls=%neg, calls=%add\n",
+    "  %p = f32[8] parameter(0)\n  ROOT %c = f32[8] fusion(%p), kind=kLoop, calls=%missing\n",
+    "  %p = f32[8] parameter(0)\n  ROOT %c = f32[8] negate(%p), to_apply=%add\n",  # a key on an op that never calls
 ])
 def test_rows_built_in_c_edge_cases(monkeypatch, body: str) -> None:
     from hloscope.parsers._block_rows import build_rows
 
     if build_rows is None:
         pytest.skip("the C extension is not built (or HLOSCOPE_PURE_PYTHON is set)")
-    text = "HloModule m\n\nENTRY %e (p: f32[], q: f32[]) -> f32[] {\n" + body + "}\n"
+    callees = ("%add (a: f32[], b: f32[]) -> f32[] {\n  %a = f32[] parameter(0)\n  %b = f32[] parameter(1)\n"
+               "  ROOT %s = f32[] add(%a, %b)\n}\n\n%neg (x: f32[8]) -> f32[8] {\n  %x = f32[8] parameter(0)\n"
+               "  ROOT %n = f32[8] negate(%x)\n}\n\n")
+    text = "HloModule m\n\n" + callees + "ENTRY %e (p: f32[], q: f32[]) -> f32[] {\n" + body + "}\n"
     assert _built(text, monkeypatch, build_rows) == _built(text, monkeypatch, None)
+
+
+def test_rows_built_in_c_equal_the_python_loop_on_xla_test_texts(monkeypatch, corpus_dir: Path) -> None:
+    """The same on XLA's own test texts (one record in four of the corpus's ``*.jsonl``): hand-written HLO mixes
+    names with and without ``%``, called computations in every form, operands the line-by-line loop reads."""
+    import json
+
+    from hloscope.parsers._block_rows import build_rows
+
+    if build_rows is None:
+        pytest.skip("the C extension is not built (or HLOSCOPE_PURE_PYTHON is set)")
+    checked = 0
+    for path in sorted(corpus_dir.glob("hlo_*/*.jsonl")):
+        with open(path, encoding="utf-8") as f:
+            for k, line in enumerate(f):
+                if k % 4:
+                    continue
+                text = json.loads(line)["text"]
+                assert _built(text, monkeypatch, build_rows) == _built(text, monkeypatch, None), f"{path.name}:{k}"
+                checked += 1
+    assert checked > 1000, checked
