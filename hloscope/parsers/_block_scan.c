@@ -13,7 +13,10 @@
  * match a line (its parts are separated by characters they cannot hold), except that "ROOT " may also begin a
  * name: tried first as the marker, then as the name, as the regex does.
  *
- * Built as an optional extension (setup.py): when it is missing, hloscope uses the Python function. */
+ * ``build_rows`` (below) builds the instructions of those rows that ``_hlo_bodies.BodyReader._rows`` would build
+ * in its common case, the same way; tests/parsers/test_block_rows.py holds the two equal.
+ *
+ * Built as an optional extension (setup.py): when it is missing, hloscope uses the Python functions. */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -912,7 +915,8 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "_block_scan",
-    "Compiled scanner of one-line HLO instructions (hloscope.parsers._block_rows).", -1, methods,
+    "Compiled scanner of one-line HLO instructions and builder of their common rows "
+    "(hloscope.parsers._block_rows, _hlo_bodies).", -1, methods,
     NULL, NULL, NULL, NULL,
 };
 
