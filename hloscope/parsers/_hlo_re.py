@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import re
+import warnings
 from typing import Final
 
 from hloscope.hlo import (
@@ -77,10 +78,12 @@ def unquote(text: str) -> str:
     body = text[1:-1]
     if "\\" not in body:
         return body
-    try:
-        return body.encode("latin-1", "backslashreplace").decode("unicode_escape")
-    except UnicodeDecodeError:  # a malformed escape (`\x` without digits): keep the text as printed
-        return body
+    with warnings.catch_warnings():  # (an escape Python does not know, `\d`, is kept as printed: no warning)
+        warnings.simplefilter("ignore", DeprecationWarning)
+        try:
+            return body.encode("latin-1", "backslashreplace").decode("unicode_escape")
+        except UnicodeDecodeError:  # a malformed escape (`\x` without digits): keep the text as printed
+            return body
 
 
 # --------------------------------------------------------------------------------------------------

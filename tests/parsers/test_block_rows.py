@@ -390,3 +390,27 @@ def test_rows_built_in_c_equal_the_python_loop_on_xla_test_texts(monkeypatch, co
                 assert _built(text, monkeypatch, build_rows) == _built(text, monkeypatch, None), f"{path.name}:{k}"
                 checked += 1
     assert checked > 1000, checked
+
+
+_BUILD_SPECIALS = [" ", ",", ", ", "=", '"', "\\", "{", "}", "(", ")", "%", ", %", "to_apply=", "calls=", ", calls=%",
+                   "={%", "=%", "\u00e9", "\U0001f600", "ROOT ", "parameter(", "constant(", "/*", "\n", "1", "-"]
+
+
+def test_rows_built_in_c_equal_the_python_loop_on_mutated_modules(monkeypatch) -> None:
+    """Fixture modules with a few characters inserted or removed on a few lines: parsed with ``build_rows`` and
+    without, the same instructions (or the same error)."""
+    from hloscope.parsers._block_rows import build_rows
+
+    if build_rows is None:
+        pytest.skip("the C extension is not built (or HLOSCOPE_PURE_PYTHON is set)")
+    texts = [t for t in (p.read_text() for p in sorted(FIXTURES.glob("*.hlo.txt"))) if len(t) < 200_000]
+    rng = random.Random(20261125)
+    for case in range(1000):
+        lines = rng.choice(texts).split("\n")
+        for _ in range(rng.randint(1, 4)):
+            k = rng.randrange(len(lines))
+            line, at = lines[k], rng.randrange(len(lines[k]) + 1)
+            lines[k] = (line[:at] + line[at + 1:] if rng.random() < 0.3 and line
+                        else line[:at] + rng.choice(_BUILD_SPECIALS) + line[at:])
+        text = "\n".join(lines)
+        assert _built(text, monkeypatch, build_rows) == _built(text, monkeypatch, None), case

@@ -765,3 +765,16 @@ def test_called_computations_named_without_sigil_beside_names_with_it(layout: st
     assert dict(insts["c"].called_computations) == {"branch_computations": ("T", "F")}  # (hloscope's role)
     if layout == "lazy":
         assert dict(module.entry.root.called_computations) == {"to_apply": ("long",)}
+
+
+def test_a_string_with_an_escape_python_does_not_know_is_kept_without_a_warning() -> None:
+    """``metadata={op_name="a\\db"}``: ``\\d`` is no C escape; the op name keeps it as printed, ``\\n`` is a line
+    break, and reading it warns nothing (Python's ``unicode_escape`` codec would raise a DeprecationWarning)."""
+    import warnings
+
+    text = ('HloModule m\n\nENTRY %e (p: f32[]) -> f32[] {\n  %p = f32[] parameter(0)\n'
+            '  ROOT %n = f32[] negate(%p), metadata={op_name="a\\db\\nc" source_file="f.py" source_line=1}\n}\n')
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        md = parse_hlo_text(text).entry.root.metadata
+    assert md.op_name == "a\\db\nc"
