@@ -708,8 +708,7 @@ class HloComputation:
                 self._lookups += 1
                 if self._lookups <= _SCANS_BEFORE_INDEX:
                     return self.names.index(name)
-                names = self.names
-                index = self._index = dict(zip(names, range(len(names))))
+                index = self.name_index()
             return index[name]
         except (KeyError, ValueError):
             raise KeyError(f"computation {self.name!r} has no instruction {name!r}") from None

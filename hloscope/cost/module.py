@@ -16,12 +16,12 @@ Notes:
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass, field
 from itertools import chain, compress
 from operator import attrgetter, mul
-from typing import TYPE_CHECKING, Callable, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
+from hloscope._compiled import PURE_PYTHON, compiled
 from hloscope._gc import paused_gc
 from hloscope.cost import fusion as fusion_rule
 from hloscope.cost._bytes import boundary
@@ -183,19 +183,9 @@ def _apply(rule, target: HloInstruction, inst: HloInstruction, ctx: CostContext)
         return OpCost(math.nan, math.nan, math.nan, math.nan, flags=_RULE_FAILED)
 
 
-def _compiled_shared_rows() -> Callable[..., int] | None:
-    if os.environ.get("HLOSCOPE_PURE_PYTHON", "") not in ("", "0"):
-        return None
-    try:
-        from hloscope.cost._cost_walk import shared_rows as compiled
-    except ImportError:
-        return None
-    return compiled
-
-
 #: The C maker of the rows whose shared cost is already known (``_cost_walk.c``: what ``_Analyzer.visit`` makes
 #: for them), or None without the extension or with ``HLOSCOPE_PURE_PYTHON=1``: then ``visit`` makes every row.
-shared_rows = _compiled_shared_rows()
+shared_rows = None if PURE_PYTHON else compiled("hloscope.cost._cost_walk", "shared_rows")
 
 #: Flags of an instruction whose cost is unknown: its rule met a shape or attribute it did not expect, or
 #: hloscope has no rule for its opcode. Its FLOPs and bytes are NaN, never 0.

@@ -15,9 +15,7 @@ A change to one is a change to both; after editing the C file, rebuild it in pla
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable
-
+from hloscope._compiled import PURE_PYTHON, compiled
 from hloscope.parsers import _hlo_re as r
 
 #: Statuses of ``attribute_value``.
@@ -76,21 +74,11 @@ def py_metadata_fields(value: str) -> tuple[str, str, str, str, str]:
     """The raw texts (strings still quoted) of ``METADATA_KEYS`` in a ``metadata={...}`` value, ``""`` for a key
     it lacks: what ``r.braced_fields`` reads (a key repeated: its last value)."""
     fields = r.braced_fields(value)
-    return (fields.get("op_type", ""), fields.get("op_name", ""), fields.get("source_file", ""),
-            fields.get("source_line", ""), fields.get("stack_frame_id", ""))
+    return tuple(fields.get(key, "") for key in METADATA_KEYS)
 
 
-def _compiled(name: str) -> Callable | None:
-    try:
-        from hloscope.parsers import _attribute_scan
-    except ImportError:
-        return None
-    return getattr(_attribute_scan, name)
-
-
-_PURE = os.environ.get("HLOSCOPE_PURE_PYTHON", "") not in ("", "0")
 #: The C readers, or None when the extension was not built.
-c_attribute_value = _compiled("attribute_value")
-c_metadata_fields = _compiled("metadata_fields")
-attribute_value = py_attribute_value if c_attribute_value is None or _PURE else c_attribute_value
-metadata_fields = py_metadata_fields if c_metadata_fields is None or _PURE else c_metadata_fields
+c_attribute_value = compiled("hloscope.parsers._attribute_scan", "attribute_value")
+c_metadata_fields = compiled("hloscope.parsers._attribute_scan", "metadata_fields")
+attribute_value = py_attribute_value if c_attribute_value is None or PURE_PYTHON else c_attribute_value
+metadata_fields = py_metadata_fields if c_metadata_fields is None or PURE_PYTHON else c_metadata_fields

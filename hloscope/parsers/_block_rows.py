@@ -12,9 +12,9 @@ A change to one is a change to both; after editing the C file, rebuild it in pla
 
 from __future__ import annotations
 
-import os
 import re
-from collections.abc import Callable
+
+from hloscope._compiled import PURE_PYTHON, compiled
 
 #: One whole line holding one instruction, its line break included: root marker (``ROOT `` or empty), name sigil
 #: (``%`` or empty), name, shape, opcode, operands, attributes (from their ``,``, or empty; not ending in a
@@ -110,27 +110,10 @@ _DICT_KEY = "backend_config="
 _DICT_KEY_LENGTH = len(_DICT_KEY)
 
 
-def _compiled() -> Callable[[str, int], tuple[int, list[Row]] | None] | None:
-    try:
-        from hloscope.parsers._block_scan import block_rows as compiled
-    except ImportError:
-        return None
-    return compiled
-
-
-def _compiled_builder() -> Callable[..., int] | None:
-    try:
-        from hloscope.parsers._block_scan import build_rows as compiled
-    except ImportError:
-        return None
-    return compiled
-
-
-_PURE = os.environ.get("HLOSCOPE_PURE_PYTHON", "") not in ("", "0")
 #: The C scanner, or None when the extension was not built.
-c_block_rows = _compiled()
-block_rows = py_block_rows if c_block_rows is None or _PURE else c_block_rows
-#: The C builder of the common rows of ``_hlo_bodies.BodyReader._rows`` (``build_rows`` in ``_block_scan.c``:
-#: ROOTs, parameters, called computations, operand lists other than ``%a, %b`` and unknown shape texts are left
-#: to the Python loop, which it equals on the rows it builds), or None: then the loop builds every row.
-build_rows = None if _PURE else _compiled_builder()
+c_block_rows = compiled("hloscope.parsers._block_scan", "block_rows")
+block_rows = py_block_rows if c_block_rows is None or PURE_PYTHON else c_block_rows
+#: The C builder of the common rows of ``_hlo_bodies.BodyReader._rows`` (``build_rows`` in ``_block_scan.c``;
+#: other operand lists, computations written in place, unknown opcodes and shape texts are left to the Python loop,
+#: which it equals on the rows it builds), or None: then the loop builds every row.
+build_rows = None if PURE_PYTHON else compiled("hloscope.parsers._block_scan", "build_rows")

@@ -12,10 +12,10 @@ from typing import Any
 
 from hloscope.hlo import CALLED_COMPUTATION_ROLES, DecodedAttributes, HloInstruction, Metadata, StackFrame
 from hloscope.parsers import _hlo_re as r
-from hloscope.parsers._errors import HloParseError
-from hloscope.parsers._hlo_attrs import ATTRIBUTE_PARSERS, LIST_CALL_KEYS
 from hloscope.parsers._attribute_value import KNOWN, KNOWN_IF_READ, metadata_fields
 from hloscope.parsers._attribute_value import attribute_value as read_attribute_value
+from hloscope.parsers._errors import HloParseError
+from hloscope.parsers._hlo_attrs import ATTRIBUTE_PARSERS, LIST_CALL_KEYS
 from hloscope.parsers._hlo_lexer import ParserBase, split_attributes
 
 

@@ -151,21 +151,22 @@ class Report(ReportAssertions):
         def caveat_list(caveats: str | None) -> list[str]:
             return [f for f in caveats.split(",") if f] if caveats else []
 
-        if tables_as_rows:  # (printed, never handed out: one list per distinct text, shared by its rows)
-            lists: dict = {}
+        lists: dict = {}
 
-            def caveat_list(caveats: str | None, split=caveat_list) -> list[str]:  # noqa: F811
-                found = lists.get(caveats)
-                if found is None:
-                    found = lists[caveats] = split(caveats)
-                return found
+        def shared_caveat_list(caveats: str | None) -> list[str]:
+            """``caveat_list``, one list per distinct text shared by its rows (printed, never handed out)."""
+            found = lists.get(caveats)
+            if found is None:
+                found = lists[caveats] = caveat_list(caveats)
+            return found
 
         memory = [fp.to_dict() for fp in self.memory]  # first: it fills the modules' peak_bytes
         return {
             "schema": SCHEMA,
             "chip": chip_to_dict(self.chip),
             "modules": _records(self.modules, rows=tables_as_rows),
-            "ops": _records(self.ops, convert={"caveats": caveat_list}, rows=tables_as_rows),
+            "ops": _records(self.ops, convert={"caveats": shared_caveat_list if tables_as_rows else caveat_list},
+                            rows=tables_as_rows),
             "coverage": self.coverage,
             "notes": self.notes,
             "compiled_for": self.compiled_for,

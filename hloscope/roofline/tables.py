@@ -304,23 +304,23 @@ def _module_columns(mc: ModuleCost, chip: ChipSpec, per_chip: int, measured: Map
     scored: dict = {}  # (cost, dtype) -> its score's fields: a collective repeats layer after layer
     for k in np.flatnonzero(~simple).tolist():
         key = (costs[k], dtypes[k])
-        fields = scored.get(key)
-        if fields is None:
+        scores = scored.get(key)
+        if scores is None:
             s = score(costs[k], chip, dtypes[k], within_chip)
-            fields = scored[key] = (s.compute_s, s.memory_s, s.comm_s, s.roofline_s, s.intensity,
+            scores = scored[key] = (s.compute_s, s.memory_s, s.comm_s, s.roofline_s, s.intensity,
                                     s.critical_intensity, s.bound.value, ",".join(sorted(costs[k].flags | s.flags)))
         (compute_s[k], memory_s[k], comm_s[k], roofline_s[k], intensity[k], critical[k], bound[k],
-         caveats[k]) = fields
+         caveats[k]) = scores
     metadata = [i.metadata for i in insts]
     ids = list(map(id, metadata))
     described = {key: (md.op_name, md.source) if md else ("", "")  # (once per distinct metadata object)
                  for key, md in dict(zip(ids, metadata)).items()}
-    fields = list(map(described.__getitem__, ids))
+    named = list(map(described.__getitem__, ids))
     out = {
         "module": [mname] * count, "computation": list(map(_COMPUTATION, rows)),
         "instruction": list(map(_NAME, insts)), "opcode": list(map(_OPCODE, insts)),
         "category": list(map(scorer.category, insts)),
-        "op_name": list(map(_FIRST, fields)), "source": list(map(_SECOND, fields)),
+        "op_name": list(map(_FIRST, named)), "source": list(map(_SECOND, named)),
         "executions": n, "flops": flops_f * n, "transcendentals": trans_f * n,
         "hbm_bytes": hbm_f * n, "hbm_read_bytes": np.fromiter(reads, float, count) * n,
         "hbm_write_bytes": np.fromiter(writes, float, count) * n,
