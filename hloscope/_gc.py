@@ -7,6 +7,9 @@ import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+#: Set by ``frozen_at_exit``: the process ends after what it runs now (``paused_gc`` then freezes what it made).
+_exiting = False
+
 
 @contextmanager
 def paused_gc() -> Iterator[None]:
@@ -22,7 +25,9 @@ def paused_gc() -> Iterator[None]:
     the new graph again either (~0.1 s on that module). What else the process had in the young generations
     moves with it: cyclic garbage among those objects waits for the next full collection instead of a young
     one. Not done when the process holds frozen objects of its own (``gc.get_freeze_count()``, e.g. before a
-    fork), which ``unfreeze`` would release.
+    fork), which ``unfreeze`` would release -- unless the process is about to exit (``frozen_at_exit``): then
+    what the block made is frozen too (left young, its first collection after the block walked it all: 0.03 s
+    of the memory model's 0.23 s in ``hloscope report`` on the corpus's mixtral module).
     """
     paused = gc.isenabled()
     if paused:
@@ -31,7 +36,9 @@ def paused_gc() -> Iterator[None]:
         yield
     finally:
         if paused:
-            if not gc.get_freeze_count():
+            if _exiting:
+                gc.freeze()
+            elif not gc.get_freeze_count():
                 gc.freeze()
                 gc.unfreeze()
             gc.enable()
@@ -45,6 +52,8 @@ def frozen_at_exit() -> None:
     ``hloscope report`` takes on the corpus's mixtral module; 0.03 s frozen). Frozen objects are not walked.
     Only for the command-line entry points, never in a process that goes on (frozen cyclic garbage is never
     collected until ``gc.unfreeze()``): atexit handlers and the freeing of objects by reference counting still
-    run as usual.
+    run as usual. ``paused_gc`` blocks run after it freeze what they make as well.
     """
+    global _exiting
+    _exiting = True
     gc.freeze()

@@ -71,3 +71,27 @@ def test_only_the_command_line_entry_freezes_the_collector(entry: str, args: str
     out = subprocess.run([sys.executable, "-c", _PROBE.format(entry=entry, args=args)], capture_output=True,
                          text=True, check=True).stdout.split()
     assert out[-2:] == ["0", str(frozen)]  # (after the chips table)
+
+
+_EXITING_PROBE = """
+import gc
+from hloscope._gc import frozen_at_exit, paused_gc
+gc.enable()
+frozen_at_exit()
+before = gc.get_freeze_count()
+with paused_gc():
+    kept = [[i] for i in range(10_000)]
+print(gc.isenabled(), gc.get_freeze_count() - before >= 10_000, gc.get_count()[0] < 100)
+"""
+
+
+def test_a_process_frozen_for_exit_freezes_what_paused_blocks_make() -> None:
+    """After ``frozen_at_exit`` (the command line, once its analysis is made), a ``paused_gc`` block cannot move
+    what it made to the oldest generation (``unfreeze`` would release the process's frozen objects); it freezes
+    it instead, so the next young collection does not walk it (in a child: freezing is for good)."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", _EXITING_PROBE], capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert out == ["True", "True", "True"]
