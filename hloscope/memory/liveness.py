@@ -50,6 +50,8 @@ _PASS_THROUGH = frozenset({"bitcast", "optimization-barrier", "add-dependency", 
 _CONTROL = frozenset({"while", "conditional", "call"})
 #: Opcodes that run in place on operand 0 (XLA ``HloDataflowAnalysis::GetInPlaceInputOutputPairs``).
 _IN_PLACE = frozenset({"dynamic-update-slice", "scatter"})
+#: Opcodes ``_Walk._aliased_result`` may find an aliased result for (besides every ``*-start``).
+_MAY_ALIAS = _IN_PLACE | {"send", "fusion", "custom-call"}
 #: One ``{output index}: (operand number, {operand index}...)`` pair of ``output_to_operand_aliasing`` or of
 #: the module header's ``input_output_alias``.
 _ALIASING = re.compile(r"\{([\d,\s]*)\}\s*:\s*\(\s*(\d+)\s*,\s*\{([\d,\s]*)\}")
@@ -247,7 +249,9 @@ class _Walk:
             time = self._tick(cname, inst.name)
             return root if root is not None else self.new_tree(inst.shape, cname, inst.name, "temp")
 
-        time = self._tick(cname, inst.name)
+        sequence = self.sequence  # (``_tick``, inlined: once per instruction)
+        sequence.append((cname, inst.name))
+        time = self.now = len(sequence) - 1
         if op == "get-tuple-element":
             tree = ops[0] if ops else None
             index = inst.attribute("index", 0)
@@ -261,10 +265,12 @@ class _Walk:
             return ops[0]
         if op.endswith("-done") and ops:
             return self._done(op, ops[0], inst, cname)
-        tree = self._aliased_result(op, inst, ops, cname)
+        tree = self._aliased_result(op, inst, ops, cname) if op in _MAY_ALIAS or op.endswith("-start") else None
         if tree is None:
             kind = "constant" if op == "constant" else "temp"
-            tree = self.new_tree(inst.shape, cname, inst.name, kind)
+            shape = inst.shape
+            tree = self.new_tree(shape, cname, inst.name, kind) if shape.is_tuple else \
+                self._value(shape, cname, inst.name, kind)
             if isinstance(tree, int) and (op in ELEMENTWISE_OPCODES or
                                           (op == "fusion" and inst.attribute("kind") == "kLoop")):
                 self._share_candidates(tree, inst, ops, time)
