@@ -188,6 +188,7 @@ class ParserBase:
         opened: list[int] = []
         search = r.VALUE_STOP.search
         search0 = r.VALUE_STOP_TOP.search
+        nested = r.NESTED_BRACKETS.match
         while True:
             m = search0(src, pos) if depth == 0 else search(src, pos)
             if m is None:
@@ -222,6 +223,10 @@ class ParserBase:
                     pos = len(src) if eol < 0 else eol
                     continue
             elif ch in r.OPENERS:
+                whole = nested(src, at) if depth == 0 else None
+                if whole is not None:  # (the same end as bracket by bracket: types agree, nothing to skip)
+                    pos = whole.end()
+                    continue
                 depth += 1
                 opened.append(at)
             elif ch in r.CLOSERS:

@@ -69,6 +69,26 @@ VALUE_STOP_TOP: Final = re.compile(r'[ \t,\n{}\[\]()"/]')
 #: ``key=value`` pairs inside ``metadata={...}`` and the module's source tables.
 BRACED_FIELD: Final = re.compile(r'([A-Za-z_][\w]*)=("[^"\\]*(?:\\.[^"\\]*)*"|[^\s,}]+)')
 
+
+
+def _nested_brackets(levels: int) -> str:
+    """A regex for one bracketed group nesting at most ``levels`` deep and holding no string, read as
+    ``_value_end`` reads it: any of ``{[(`` opens, any of ``}])`` closes (the scanner does not pair kinds
+    either), and comments (``/*...*/``, ``//`` to the line's end) and a lone ``/`` are skipped. Possessive
+    throughout, so it never backtracks."""
+    plain = r'(?:[^{}\[\]()"/]++|/\*(?:[^*]++|\*(?!/))*+\*/|//[^\n]*+|/(?![*/]))'
+    group = ""
+    for _ in range(levels):
+        group = rf"[{{\[(](?:{plain}|{group})*+[}}\])]" if group else rf"[{{\[(]{plain}*+[}}\])]"
+    return group
+
+
+#: One bracketed group up to 8 deep without strings, which the value scanner (``_value_end``) takes in one step
+#: instead of bracket by bracket (the module header of the corpus's llama holds 65 kB of ``input_output_alias``
+#: and ``entry_computation_layout``: ~20,000 brackets, ~5 ms bracket by bracket). Where it does not match, the
+#: scanner goes bracket by bracket.
+NESTED_BRACKETS: Final = re.compile(_nested_brackets(8))
+
 OPENERS: Final = frozenset("{[(")
 CLOSERS: Final = frozenset("}])")
 
