@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import os
+import shutil
+import sysconfig
 from pathlib import Path
+from typing import Callable
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 # Tests that make deviceless TPU topologies themselves (not through hloscope.compile, which sets it) would
@@ -34,3 +37,21 @@ def corpus_dir() -> Path:
 @pytest.fixture(scope="session")
 def fixtures_dir() -> Path:
     return REPO / "fixtures"
+
+
+def _compiled_twin(function: Callable | None, extension: str) -> Callable:
+    """``function`` (an optional C extension's function), or a skip when the extension is not built because no C
+    compiler is here -- and a failure when one is (then the install is broken: ``pip install -e .`` builds it)."""
+    if function is None:
+        cc = (sysconfig.get_config_var("CC") or "cc").split()[0]
+        if shutil.which(cc):
+            pytest.fail(f"the C extension {extension} is not built, though {cc} is here: "
+                        "reinstall with `pip install -e .`")
+        pytest.skip(f"the optional C extension {extension} is not built (no C compiler)")
+    return function
+
+
+@pytest.fixture(scope="session")
+def compiled_twin() -> Callable[[Callable | None, str], Callable]:
+    """``_compiled_twin``, for the fixtures of the tests of each C twin."""
+    return _compiled_twin

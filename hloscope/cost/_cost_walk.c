@@ -1,4 +1,6 @@
-/* The shared-cost rows of the cost walk (hloscope.cost.module._Analyzer.visit) without a Python step.
+/* The shared-cost rows of the cost walk (hloscope.cost.module._Analyzer.visit) without a Python step, and
+ * the columns of its CostRows in one pass each (cost_totals: module totals; table_columns: the ops table's
+ * fields; each function's comment below says what it returns).
  *
  * shared_rows(insts, start, computation, count, index, shapes, by_shapes, ruled, cost_row, out) -> int
  *
@@ -179,17 +181,250 @@ static PyObject *shared_rows(PyObject *self, PyObject *const *args, Py_ssize_t n
     return PyLong_FromSsize_t(i);
 }
 
+/* ---- columns of CostRows ------------------------------------------------------------------------------
+ * A CostRow is (computation, instruction, cost, count); an OpCost (flops, transcendentals, bytes_read,
+ * bytes_written, comm_bytes, comm_kind, group_size, flags): both tuple subclasses, read by index. */
+
+#define ROW_INSTRUCTION 1
+#define ROW_COST 2
+#define ROW_COUNT 3
+#define COST_FIELDS 5 /* flops, transcendentals, bytes_read, bytes_written, comm_bytes */
+#define COST_COMM_KIND 5
+#define COST_GROUP_SIZE 6
+#define COST_FLAGS 7
+
+/* The row's cost (borrowed), or NULL with TypeError when the row or its cost is not a tuple of CostRow's or
+ * OpCost's length. */
+static PyObject *row_cost(PyObject *row) {
+    PyObject *cost;
+    if (!PyTuple_Check(row) || PyTuple_GET_SIZE(row) != 4) {
+        PyErr_SetString(PyExc_TypeError, "expected CostRow tuples (computation, instruction, cost, count)");
+        return NULL;
+    }
+    cost = PyTuple_GET_ITEM(row, ROW_COST);
+    if (!PyTuple_Check(cost) || PyTuple_GET_SIZE(cost) != 8) {
+        PyErr_SetString(PyExc_TypeError, "expected an OpCost tuple of 8 fields");
+        return NULL;
+    }
+    return cost;
+}
+
+/* cost_totals(rows) -> (totals, known_totals, kinds, group, flags) or None
+ *
+ * What hloscope.cost.module.summed needs of rows in one pass: per field, the sequential sum from 0.0 of
+ * float(value) * count (Python's and numpy's product alike: an int value is converted as PyLong_AsDouble
+ * converts it), and the same sum with each NaN value counting 0.0; the set of non-empty comm kinds; the largest
+ * group size of the rows with a comm kind (the first largest, 0 without); the non-empty flag sets, in order.
+ * None when a count is not a float (the Python loop then sums). */
+static PyObject *cost_totals(PyObject *self, PyObject *rows) {
+    double sums[COST_FIELDS] = {0.0}, known[COST_FIELDS] = {0.0};
+    PyObject *kinds = NULL, *flags = NULL, *group = NULL, *totals = NULL, *known_totals = NULL, *out = NULL;
+    Py_ssize_t n, i;
+    int f;
+    (void)self;
+    if (!PyList_Check(rows)) {
+        PyErr_SetString(PyExc_TypeError, "cost_totals(rows: list[CostRow])");
+        return NULL;
+    }
+    kinds = PySet_New(NULL);
+    flags = PyList_New(0);
+    group = PyLong_FromLong(0);
+    if (kinds == NULL || flags == NULL || group == NULL) {
+        goto done;
+    }
+    n = PyList_GET_SIZE(rows);
+    for (i = 0; i < n; i++) {
+        PyObject *row = PyList_GET_ITEM(rows, i), *cost, *count, *kind, *set;
+        double w;
+        int truth;
+        cost = row_cost(row);
+        if (cost == NULL) {
+            goto done;
+        }
+        count = PyTuple_GET_ITEM(row, ROW_COUNT);
+        if (!PyFloat_CheckExact(count)) {
+            Py_INCREF(Py_None);
+            out = Py_None;
+            goto done;
+        }
+        w = PyFloat_AS_DOUBLE(count);
+        for (f = 0; f < COST_FIELDS; f++) {
+            double v = PyFloat_AsDouble(PyTuple_GET_ITEM(cost, f));
+            if (v == -1.0 && PyErr_Occurred()) {
+                goto done;
+            }
+            sums[f] += v * w;
+            known[f] += (v == v ? v : 0.0) * w;
+        }
+        kind = PyTuple_GET_ITEM(cost, COST_COMM_KIND);
+        truth = PyObject_IsTrue(kind);
+        if (truth < 0) {
+            goto done;
+        }
+        if (truth) {
+            PyObject *size = PyTuple_GET_ITEM(cost, COST_GROUP_SIZE);
+            int larger;
+            if (PySet_Add(kinds, kind) < 0) {
+                goto done;
+            }
+            larger = PyObject_RichCompareBool(size, group, Py_GT);
+            if (larger < 0) {
+                goto done;
+            }
+            if (larger) {
+                Py_INCREF(size);
+                Py_SETREF(group, size);
+            }
+        }
+        set = PyTuple_GET_ITEM(cost, COST_FLAGS);
+        truth = PyObject_IsTrue(set);
+        if (truth < 0 || (truth && PyList_Append(flags, set) < 0)) {
+            goto done;
+        }
+    }
+    totals = Py_BuildValue("(ddddd)", sums[0], sums[1], sums[2], sums[3], sums[4]);
+    known_totals = Py_BuildValue("(ddddd)", known[0], known[1], known[2], known[3], known[4]);
+    if (totals != NULL && known_totals != NULL) {
+        out = PyTuple_Pack(5, totals, known_totals, kinds, group, flags);
+    }
+done:
+    Py_XDECREF(kinds);
+    Py_XDECREF(flags);
+    Py_XDECREF(group);
+    Py_XDECREF(totals);
+    Py_XDECREF(known_totals);
+    return out;
+}
+
+/* table_columns(rows, timings, keep_all) -> (rows, insts, costs, counts, flops, transcendentals, reads, writes,
+ *                                            comms, work, hbm, timings)
+ *
+ * The rows the ops table keeps (hloscope.roofline.tables._module_columns) and their fields as lists: every row
+ * with keep_all, else a row whose cost has flags, or whose timing (timings: a list beside rows, or None) is not
+ * None, or for which flops + transcendentals + bytes_read + bytes_written + comm_bytes != 0 (Python's
+ * arithmetic, left to right). work = flops + transcendentals and hbm = bytes_read + bytes_written, added as
+ * Python adds them. The kept timings (None without). _table_columns in tables.py is the specification. */
+static PyObject *table_columns(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    PyObject *rows, *timings, *zero = NULL, *lists[12] = {NULL}, *out = NULL;
+    Py_ssize_t n, i;
+    int keep_all, k;
+    (void)self;
+    if (nargs != 3 || !PyList_Check(args[0]) || !(args[1] == Py_None || PyList_Check(args[1]))) {
+        PyErr_SetString(PyExc_TypeError, "table_columns(rows: list[CostRow], timings: list | None, keep_all)");
+        return NULL;
+    }
+    rows = args[0];
+    timings = args[1];
+    keep_all = PyObject_IsTrue(args[2]);
+    if (keep_all < 0) {
+        return NULL;
+    }
+    n = PyList_GET_SIZE(rows);
+    if (PyList_Check(timings) && PyList_GET_SIZE(timings) != n) {
+        PyErr_SetString(PyExc_ValueError, "table_columns: timings and rows differ in length");
+        return NULL;
+    }
+    zero = PyLong_FromLong(0);
+    if (zero == NULL) {
+        return NULL;
+    }
+    for (k = 0; k < 12; k++) {
+        if ((lists[k] = PyList_New(0)) == NULL) {
+            goto done;
+        }
+    }
+    for (i = 0; i < n; i++) {
+        PyObject *row = PyList_GET_ITEM(rows, i), *cost, *work, *hbm, *sum;
+        int keep;
+        cost = row_cost(row);
+        if (cost == NULL) {
+            goto done;
+        }
+        work = PyNumber_Add(PyTuple_GET_ITEM(cost, 0), PyTuple_GET_ITEM(cost, 1));
+        if (work == NULL) {
+            goto done;
+        }
+        keep = keep_all;
+        if (!keep) {
+            keep = PyObject_IsTrue(PyTuple_GET_ITEM(cost, COST_FLAGS));
+        }
+        if (keep == 0 && PyList_Check(timings)) {
+            keep = PyList_GET_ITEM(timings, i) != Py_None;
+        }
+        if (keep == 0) { /* the sum left to right, as Python writes it: (((f + t) + r) + w) + c */
+            PyObject *step;
+            sum = work;
+            Py_INCREF(sum);
+            for (k = 2; k < COST_FIELDS && sum != NULL; k++) {
+                step = PyNumber_Add(sum, PyTuple_GET_ITEM(cost, k));
+                Py_DECREF(sum);
+                sum = step;
+            }
+            keep = sum == NULL ? -1 : PyObject_RichCompareBool(sum, zero, Py_NE);
+            Py_XDECREF(sum);
+        }
+        if (keep <= 0) {
+            Py_DECREF(work);
+            if (keep < 0) {
+                goto done;
+            }
+            continue;
+        }
+        hbm = PyNumber_Add(PyTuple_GET_ITEM(cost, 2), PyTuple_GET_ITEM(cost, 3));
+        if (hbm == NULL || PyList_Append(lists[0], row) < 0
+            || PyList_Append(lists[1], PyTuple_GET_ITEM(row, ROW_INSTRUCTION)) < 0
+            || PyList_Append(lists[2], cost) < 0 || PyList_Append(lists[3], PyTuple_GET_ITEM(row, ROW_COUNT)) < 0
+            || PyList_Append(lists[4], PyTuple_GET_ITEM(cost, 0)) < 0
+            || PyList_Append(lists[5], PyTuple_GET_ITEM(cost, 1)) < 0
+            || PyList_Append(lists[6], PyTuple_GET_ITEM(cost, 2)) < 0
+            || PyList_Append(lists[7], PyTuple_GET_ITEM(cost, 3)) < 0
+            || PyList_Append(lists[8], PyTuple_GET_ITEM(cost, 4)) < 0 || PyList_Append(lists[9], work) < 0
+            || PyList_Append(lists[10], hbm) < 0
+            || (PyList_Check(timings) && PyList_Append(lists[11], PyList_GET_ITEM(timings, i)) < 0)) {
+            Py_DECREF(work);
+            Py_XDECREF(hbm);
+            goto done;
+        }
+        Py_DECREF(work);
+        Py_DECREF(hbm);
+    }
+    if (!PyList_Check(timings)) {
+        Py_INCREF(Py_None);
+        Py_SETREF(lists[11], Py_None);
+    }
+    out = PyTuple_New(12);
+    if (out != NULL) {
+        for (k = 0; k < 12; k++) {
+            PyTuple_SET_ITEM(out, k, lists[k]);
+            lists[k] = NULL;
+        }
+    }
+done:
+    Py_DECREF(zero);
+    for (k = 0; k < 12; k++) {
+        Py_XDECREF(lists[k]);
+    }
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"shared_rows", (PyCFunction)(void (*)(void))shared_rows, METH_FASTCALL,
      "shared_rows(insts, start, computation, count, index, shapes, by_shapes, ruled, cost_row, out) -> int\n\n"
      "The rows of hloscope.cost.module._Analyzer.visit for instructions whose shared cost is known, from\n"
      "insts[start] on (appended to out); the index of the first instruction left to visit."},
+    {"cost_totals", (PyCFunction)cost_totals, METH_O,
+     "cost_totals(rows) -> (totals, known_totals, kinds, group, flags) | None\n\n"
+     "What hloscope.cost.module.summed needs of a list of CostRows, in one pass (None: a count not a float)."},
+    {"table_columns", (PyCFunction)(void (*)(void))table_columns, METH_FASTCALL,
+     "table_columns(rows, timings, keep_all) -> (rows, insts, costs, counts, flops, transcendentals, reads,\n"
+     "writes, comms, work, hbm, timings)\n\nThe CostRows the ops table keeps and their fields as lists."},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "_cost_walk",
-    "The shared-cost rows of hloscope.cost.module._Analyzer.visit, made in C.", -1, methods,
+    "The shared-cost rows of hloscope.cost.module._Analyzer.visit and the columns of CostRows, made in C.", -1,
+    methods,
     NULL, NULL, NULL, NULL,
 };
 

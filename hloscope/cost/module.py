@@ -114,7 +114,22 @@ def summed(rows: list[CostRow]) -> OpCost:
     summed left to right from 0.0 (``_sequential_sum``; the products are Python's); a total that comes out NaN
     is summed again with each unknown value counting 0.0 (a field without unknown values sums the same either
     way, so only those are summed twice).
+
+    ``cost_totals`` (``_cost_walk.c``) makes the same totals in one pass where it was built; this function is
+    its specification (tests/cost/test_cost_columns.py holds the two equal).
     """
+    if cost_totals is not None and len(rows) >= _C_TOTALS:
+        found = cost_totals(rows)
+        if found is not None:
+            sums, known, kinds, group, flag_sets = found
+            totals = [total if total == total else ok for total, ok in zip(sums, known)]
+            kind = kinds.pop() if len(kinds) == 1 else ("mixed" if kinds else "")
+            return OpCost(*totals, kind, group, frozenset().union(*flag_sets))
+    return py_summed(rows)
+
+
+def py_summed(rows: list[CostRow]) -> OpCost:
+    """``summed`` in Python (its specification; what it gives without the C extension)."""
     counts = list(map(_COUNT, rows))
     costs = list(map(_COST, rows))
     totals = []
@@ -146,6 +161,10 @@ def summed(rows: list[CostRow]) -> OpCost:
     kind = kinds.pop() if len(kinds) == 1 else ("mixed" if kinds else "")
     return OpCost(flops, transcendentals, read, written, comm, kind, group, flags)
 
+
+#: ``summed`` hands lists of at least this many rows to ``cost_totals`` (below it the call's fixed cost is about
+#: what it saves).
+_C_TOTALS = 8
 
 #: Fewer values than this are summed by a Python loop (``_sequential_sum``), and their rows' products made by
 #: Python (``summed``); more, by numpy.
@@ -186,6 +205,10 @@ def _apply(rule, target: HloInstruction, inst: HloInstruction, ctx: CostContext)
 #: The C maker of the rows whose shared cost is already known (``_cost_walk.c``: what ``_Analyzer.visit`` makes
 #: for them), or None without the extension or with ``HLOSCOPE_PURE_PYTHON=1``: then ``visit`` makes every row.
 shared_rows = None if PURE_PYTHON else compiled("hloscope.cost._cost_walk", "shared_rows")
+#: The C summer of ``summed`` (``_cost_walk.c``), None when the extension was not built; ``cost_totals`` is None
+#: with ``HLOSCOPE_PURE_PYTHON=1`` too (then ``py_summed`` sums).
+c_cost_totals = compiled("hloscope.cost._cost_walk", "cost_totals")
+cost_totals = None if PURE_PYTHON else c_cost_totals
 
 #: Flags of an instruction whose cost is unknown: its rule met a shape or attribute it did not expect, or
 #: hloscope has no rule for its opcode. Its FLOPs and bytes are NaN, never 0.

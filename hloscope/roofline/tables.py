@@ -8,8 +8,12 @@ its loops), in FLOPs, bytes and seconds.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from functools import cache
 from operator import add, attrgetter, itemgetter
 from typing import TYPE_CHECKING, Mapping
+
+from hloscope._compiled import PURE_PYTHON, compiled
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -254,28 +258,11 @@ def _module_columns(mc: ModuleCost, chip: ChipSpec, per_chip: int, measured: Map
     mname = module.name
     within_chip = per_chip > 1 and module.replica_count * module.num_partitions <= per_chip
     rows = mc.rows
-    if measured:
-        timings = [measured.get((mname, r.instruction.name)) for r in rows]
-    if not all_rows:
-        keep = [k for k, r in enumerate(rows)
-                if r.cost.flags or (measured and timings[k] is not None)
-                or (r.cost.flops + r.cost.transcendentals + r.cost.bytes_read + r.cost.bytes_written
-                    + r.cost.comm_bytes) != 0]
-        if len(keep) < len(rows):
-            rows = [rows[k] for k in keep]
-            if measured:
-                timings = [timings[k] for k in keep]
+    timings = [measured.get((mname, r.instruction.name)) for r in rows] if measured else None
+    rows, insts, costs, counts, flops, trans, reads, writes, comms, work, hbm, timings = (
+        _table_columns if PURE_PYTHON else c_table_columns() or _table_columns)(rows, timings, all_rows)
     count = len(rows)
-    insts = list(map(_INSTRUCTION, rows))
-    costs = list(map(_COST, rows))
-    n = np.fromiter(map(_COUNT, rows), float, count)
-    flops = list(map(_FLOPS, costs))
-    trans = list(map(_TRANSCENDENTALS, costs))
-    reads = list(map(_READ, costs))
-    writes = list(map(_WRITTEN, costs))
-    comms = list(map(_COMM, costs))
-    work = list(map(add, flops, trans))
-    hbm = list(map(add, reads, writes))
+    n = np.fromiter(counts, float, count)
     work_f = np.fromiter(work, float, count)
     hbm_f = np.fromiter(hbm, float, count)
     flops_f = np.fromiter(flops, float, count)
@@ -333,6 +320,38 @@ def _module_columns(mc: ModuleCost, chip: ChipSpec, per_chip: int, measured: Map
         "occurrences": [t[1] if t else math.nan for t in timings] if measured else np.full(count, math.nan),
     }
     return out
+
+
+def _table_columns(rows: list, timings: list | None, keep_all: bool) -> tuple:
+    """The rows the table keeps and their fields as lists: ``table_columns`` of ``_cost_walk.c``, in Python (its
+    specification): every row with ``keep_all``, else a row whose cost has flags, or whose timing (``timings``,
+    beside ``rows``, or None) is not None, or which does any work or moves any byte. Returns (rows,
+    instructions, costs, counts, flops, transcendentals, bytes read, bytes written, wire bytes, flops +
+    transcendentals, read + written bytes, the kept timings or None)."""
+    if not keep_all:
+        keep = [k for k, r in enumerate(rows)
+                if r.cost.flags or (timings is not None and timings[k] is not None)
+                or (r.cost.flops + r.cost.transcendentals + r.cost.bytes_read + r.cost.bytes_written
+                    + r.cost.comm_bytes) != 0]
+        if len(keep) < len(rows):
+            rows = [rows[k] for k in keep]
+            if timings is not None:
+                timings = [timings[k] for k in keep]
+    costs = list(map(_COST, rows))
+    flops = list(map(_FLOPS, costs))
+    trans = list(map(_TRANSCENDENTALS, costs))
+    reads = list(map(_READ, costs))
+    writes = list(map(_WRITTEN, costs))
+    return (rows, list(map(_INSTRUCTION, rows)), costs, list(map(_COUNT, rows)), flops, trans, reads, writes,
+            list(map(_COMM, costs)), list(map(add, flops, trans)), list(map(add, reads, writes)), timings)
+
+
+@cache
+def c_table_columns() -> Callable | None:
+    """``_table_columns`` in C (``hloscope/cost/_cost_walk.c``), or None when the extension was not built. Looked
+    up on first use: importing the extension imports ``hloscope.cost``, which what reads only this module's
+    helpers (the comparison engine) does not need."""
+    return compiled("hloscope.cost._cost_walk", "table_columns")
 
 
 def _not_any(flags: frozenset) -> bool:

@@ -27,7 +27,7 @@ KEYS = ("metadata", "kind", "backend_config", "dimensions", "to_apply", "shardin
 
 @pytest.fixture(scope="module")
 def compiled(compiled_twin):
-    return compiled_twin(c_attribute_value, "_attribute_scan")
+    return compiled_twin(c_attribute_value, "hloscope.parsers._attribute_scan")
 
 
 def _attribute_texts(text: str) -> list[str]:
@@ -164,7 +164,7 @@ def test_metadata_and_attributes_read_alone_equal_the_full_decode() -> None:
 
 @pytest.fixture(scope="module")
 def compiled_fields(compiled_twin):
-    return compiled_twin(c_metadata_fields, "_attribute_scan")
+    return compiled_twin(c_metadata_fields, "hloscope.parsers._attribute_scan")
 
 
 def _metadata_values(texts: list[str]) -> list[str]:

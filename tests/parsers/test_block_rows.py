@@ -22,7 +22,7 @@ FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "hlo"
 
 @pytest.fixture(scope="module")
 def compiled(compiled_twin):
-    return compiled_twin(c_block_rows, "_block_scan")
+    return compiled_twin(c_block_rows, "hloscope.parsers._block_scan")
 
 
 def _line_starts(text: str) -> list[int]:

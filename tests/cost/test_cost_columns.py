@@ -1,0 +1,108 @@
+"""The columns of CostRows made in C (``hloscope/cost/_cost_walk.c``) equal their Python specifications:
+``cost_totals`` the module totals of ``module.py_summed``, ``table_columns`` the kept rows and fields of
+``tables._table_columns`` -- on every fixture and corpus module, and on rows built to reach each rule's edges (NaN
+and infinite values, huge ints, values summing to zero, flags, timings, counts that are not floats)."""
+
+from __future__ import annotations
+
+import math
+import random
+from pathlib import Path
+
+import pytest
+
+from hloscope.cost import module as walk
+from hloscope.cost import module_cost
+from hloscope.cost._types import OpCost
+from hloscope.parsers import parse_hlo_text
+from hloscope.roofline import tables
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "hlo"
+
+
+def _summed_key(cost: OpCost) -> tuple:
+    """An OpCost for exact comparison: ``repr`` tells NaN, -0.0 and ints from floats apart, to the last bit."""
+    return repr(tuple(cost)[:7]), cost.flags
+
+
+def _columns_key(columns: tuple) -> tuple:
+    """``table_columns``'s answer for exact comparison: rows, instructions and costs are the same objects; the
+    numbers and timings print the same (``repr``, as above)."""
+    return (tuple(tuple(map(id, c)) for c in columns[:3]), tuple(repr(c) for c in columns[3:]))
+
+
+def _outcome(function, key, *args):
+    try:
+        return ("value", key(function(*args)))
+    except Exception as e:  # noqa: BLE001 - both sides must raise the same
+        return ("error", type(e).__name__)
+
+
+@pytest.fixture(scope="module")
+def twins(compiled_twin):
+    return (compiled_twin(walk.c_cost_totals, "hloscope.cost._cost_walk"),
+            compiled_twin(tables.c_table_columns(), "hloscope.cost._cost_walk"))
+
+
+def _summed_with(cost_totals, rows, monkeypatch):
+    monkeypatch.setattr(walk, "cost_totals", cost_totals)
+    monkeypatch.setattr(walk, "_C_TOTALS", 0)
+    try:
+        return walk.summed(rows)
+    finally:
+        monkeypatch.undo()
+
+
+def _check(rows, twins, monkeypatch, rng=None):
+    cost_totals, table_columns = twins
+    assert (_outcome(_summed_with, _summed_key, cost_totals, rows, monkeypatch)
+            == _outcome(walk.py_summed, _summed_key, rows))
+    timings_choices = [None]
+    if rng is not None:
+        timings_choices.append([rng.choice([None, (1e-6, 1.0)]) for _ in rows])
+    for timings in timings_choices:
+        for keep_all in (False, True):
+            assert (_outcome(table_columns, _columns_key, rows, timings, keep_all)
+                    == _outcome(tables._table_columns, _columns_key, rows, timings, keep_all))
+
+
+def test_every_module(twins, monkeypatch, corpus_dir) -> None:
+    paths = sorted(FIXTURES.glob("*.hlo.txt"))
+    paths += sorted(p for d in ("hlo_cpu", "hlo_gpu", "hlo_tpu", "hlo_generic") for p in (corpus_dir / d).glob("*")
+                    if p.suffix in (".hlo", ".txt") and p.stat().st_size < 5_000_000)
+    rng = random.Random(16)
+    checked = 0
+    for path in paths:
+        try:
+            module = parse_hlo_text(path.read_text(encoding="utf-8", errors="replace"))
+        except Exception:  # noqa: BLE001 - texts that are not one module (XLA test files): not costed
+            continue
+        _check(module_cost(module).rows, twins, monkeypatch, rng)
+        checked += 1
+    assert checked > 300, checked
+
+
+_VALUES = [0, 0.0, -0.0, 1, 3.5, -3.5, 2**60 + 1, 10**400, math.nan, math.inf, -math.inf, 1e308]
+_KINDS = ["", "all-reduce", "all-gather"]
+
+
+def test_edge_rows(twins, monkeypatch) -> None:
+    module = parse_hlo_text("HloModule m\n\nENTRY %e (p: f32[8]) -> f32[8] {\n  ROOT %p = f32[8]{0} parameter(0)\n}\n")
+    inst = module.entry.instructions[0]
+    rng = random.Random(7)
+    for _ in range(2000):
+        rows = []
+        for _ in range(rng.randint(0, 12)):
+            fields = [rng.choice(_VALUES) for _ in range(5)]
+            cost = OpCost(*fields, rng.choice(_KINDS), rng.choice([0, 2, 4, 8]),
+                          frozenset(rng.sample(["a", "b"], rng.randint(0, 2)) if rng.random() < 0.2 else ()))
+            count = rng.choice([1.0, 2.0, 0.5, 1e300]) if rng.random() < 0.95 else rng.choice([1, 2])
+            rows.append(walk.CostRow("e", inst, cost, count))
+        _check(rows, twins, monkeypatch, rng)
+
+
+def test_values_that_sum_to_zero_are_dropped_as_python_drops_them(twins) -> None:
+    """(1 + -1 + 0 + 0 + 0) == 0: the row does no work by Python's arithmetic, and neither side keeps it."""
+    module = parse_hlo_text("HloModule m\n\nENTRY %e (p: f32[8]) -> f32[8] {\n  ROOT %p = f32[8]{0} parameter(0)\n}\n")
+    row = walk.CostRow("e", module.entry.instructions[0], OpCost(1, -1), 1.0)
+    assert twins[1]([row], None, False)[0] == [] == tables._table_columns([row], None, False)[0]
