@@ -213,12 +213,13 @@ static PyObject *row_cost(PyObject *row) {
  *
  * What hloscope.cost.module.summed needs of rows in one pass: per field, the sequential sum from 0.0 of
  * float(value) * count (Python's and numpy's product alike: an int value is converted as PyLong_AsDouble
- * converts it), and the same sum with each NaN value counting 0.0; the set of non-empty comm kinds; the largest
- * group size of the rows with a comm kind (the first largest, 0 without); the non-empty flag sets, in order.
+ * converts it), and the same sum with each NaN value counting 0.0; the set of comm kinds but ""; the largest
+ * group size of the rows whose comm kind is true (the first largest, 0 without); the true flag sets, in order.
  * None when a count is not a float (the Python loop then sums). */
 static PyObject *cost_totals(PyObject *self, PyObject *rows) {
     double sums[COST_FIELDS] = {0.0}, known[COST_FIELDS] = {0.0};
     PyObject *kinds = NULL, *flags = NULL, *group = NULL, *totals = NULL, *known_totals = NULL, *out = NULL;
+    PyObject *empty = NULL;
     Py_ssize_t n, i;
     int f;
     (void)self;
@@ -229,7 +230,8 @@ static PyObject *cost_totals(PyObject *self, PyObject *rows) {
     kinds = PySet_New(NULL);
     flags = PyList_New(0);
     group = PyLong_FromLong(0);
-    if (kinds == NULL || flags == NULL || group == NULL) {
+    empty = PyUnicode_FromString("");
+    if (kinds == NULL || flags == NULL || group == NULL || empty == NULL) {
         goto done;
     }
     n = PyList_GET_SIZE(rows);
@@ -257,17 +259,17 @@ static PyObject *cost_totals(PyObject *self, PyObject *rows) {
             known[f] += (v == v ? v : 0.0) * w;
         }
         kind = PyTuple_GET_ITEM(cost, COST_COMM_KIND);
-        truth = PyObject_IsTrue(kind);
+        truth = PyObject_RichCompareBool(kind, empty, Py_NE); /* (the set of kinds, "" discarded) */
+        if (truth < 0 || (truth && PySet_Add(kinds, kind) < 0)) {
+            goto done;
+        }
+        truth = PyObject_IsTrue(kind); /* (the group sizes of the rows whose kind is true) */
         if (truth < 0) {
             goto done;
         }
         if (truth) {
             PyObject *size = PyTuple_GET_ITEM(cost, COST_GROUP_SIZE);
-            int larger;
-            if (PySet_Add(kinds, kind) < 0) {
-                goto done;
-            }
-            larger = PyObject_RichCompareBool(size, group, Py_GT);
+            int larger = PyObject_RichCompareBool(size, group, Py_GT);
             if (larger < 0) {
                 goto done;
             }
@@ -288,6 +290,7 @@ static PyObject *cost_totals(PyObject *self, PyObject *rows) {
         out = PyTuple_Pack(5, totals, known_totals, kinds, group, flags);
     }
 done:
+    Py_XDECREF(empty);
     Py_XDECREF(kinds);
     Py_XDECREF(flags);
     Py_XDECREF(group);

@@ -224,7 +224,7 @@ class ParserBase:
                     continue
             elif ch in r.OPENERS:
                 whole = nested(src, at) if depth == 0 else None
-                if whole is not None:  # (the same end as bracket by bracket: types agree, nothing to skip)
+                if whole is not None:  # (the end bracket by bracket would reach: the regex reads as this loop)
                     pos = whole.end()
                     continue
                 depth += 1

@@ -349,8 +349,8 @@ def _table_columns(rows: list, timings: list | None, keep_all: bool) -> tuple:
 @cache
 def c_table_columns() -> Callable | None:
     """``_table_columns`` in C (``hloscope/cost/_cost_walk.c``), or None when the extension was not built. Looked
-    up on first use: importing the extension imports ``hloscope.cost``, which what reads only this module's
-    helpers (the comparison engine) does not need."""
+    up on first use: importing the extension imports ``hloscope.cost``, and the comparison engine, which reads
+    only this module's helpers, imports no cost model (tests/compare/test_engine.py)."""
     return compiled("hloscope.cost._cost_walk", "table_columns")
 
 
