@@ -118,7 +118,7 @@ def summed(rows: list[CostRow]) -> OpCost:
     ``cost_totals`` (``_cost_walk.c``) makes the same totals in one pass where it was built; this function is
     its specification (tests/cost/test_cost_columns.py holds the two equal).
     """
-    if cost_totals is not None and len(rows) >= _C_TOTALS:
+    if cost_totals is not None and type(rows) is list and len(rows) >= _C_TOTALS:
         found = cost_totals(rows)
         if found is not None:
             sums, known, kinds, group, flag_sets = found

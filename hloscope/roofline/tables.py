@@ -257,7 +257,7 @@ def _module_columns(mc: ModuleCost, chip: ChipSpec, per_chip: int, measured: Map
     module = mc.module
     mname = module.name
     within_chip = per_chip > 1 and module.replica_count * module.num_partitions <= per_chip
-    rows = mc.rows
+    rows = mc.rows if type(mc.rows) is list else list(mc.rows)
     timings = [measured.get((mname, r.instruction.name)) for r in rows] if measured else None
     rows, insts, costs, counts, flops, trans, reads, writes, comms, work, hbm, timings = (
         _table_columns if PURE_PYTHON else c_table_columns() or _table_columns)(rows, timings, all_rows)
