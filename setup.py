@@ -1,9 +1,11 @@
-"""The optional C readers of HLO text: the scanner of bodies (hloscope/parsers/_block_scan.c) and the reader of one
-attribute (hloscope/parsers/_attribute_scan.c). Everything else is in pyproject.toml.
+"""The optional C parts: the scanner of computation bodies (hloscope/parsers/_block_scan.c), the reader of one
+attribute (hloscope/parsers/_attribute_scan.c), the cost walk's shared rows and the columns of its rows
+(hloscope/cost/_cost_walk.c) and the memory model's post order (hloscope/memory/_post_order.c). Everything else
+is in pyproject.toml.
 
 ``optional=True``: without a C compiler or Python's headers the build prints a warning and goes on, and
-hloscope uses the same reads written in Python (hloscope/parsers/_block_rows.py, _attribute_value.py): about 30%
-slower to parse, and slower ops tables for modules with metadata.
+hloscope uses the same steps written in Python (each C file names its twin): the analysis of the corpus's large
+modules takes 1.4-2x as long.
 """
 
 from setuptools import Extension, setup
@@ -12,4 +14,5 @@ setup(ext_modules=[
     Extension("hloscope.parsers._block_scan", ["hloscope/parsers/_block_scan.c"], optional=True),
     Extension("hloscope.parsers._attribute_scan", ["hloscope/parsers/_attribute_scan.c"], optional=True),
     Extension("hloscope.cost._cost_walk", ["hloscope/cost/_cost_walk.c"], optional=True),
+    Extension("hloscope.memory._post_order", ["hloscope/memory/_post_order.c"], optional=True),
 ])

@@ -27,8 +27,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Union
 
+from hloscope._compiled import PURE_PYTHON, compiled
 from hloscope.cost.elementwise import OPCODES as ELEMENTWISE_OPCODES
 
 if TYPE_CHECKING:
@@ -376,10 +378,18 @@ def _tiled(module: HloModule) -> bool:
 def post_order(comp: HloComputation) -> list[str]:
     """The instruction names of ``comp`` in XLA's post order (``HloComputation::MakeInstructionPostOrder``):
     a depth-first walk of operands, first operand first, from each instruction without users in printed order
-    (the root among them); an instruction comes after all its operands."""
+    (the root among them); an instruction comes after all its operands. ``py_post_order`` over the
+    computation's columns, or its C twin (``_post_order.c``) where it was built."""
     names = comp.names
+    operands = comp.operand_lists(range(len(names)))
+    return (c_post_order or py_post_order)(names, operands)
+
+
+def py_post_order(names: Sequence[str], operands: Sequence[Sequence[str]]) -> list[str]:
+    """``post_order`` of the instructions ``names`` (printed order) whose operand names are ``operands``: the
+    specification of ``_post_order.c`` (a name not in ``names`` is passed over; names the walk never reaches, a
+    cycle, follow in printed order)."""
     index = {n: i for i, n in enumerate(names)}
-    operands = [comp.operands_at(i) for i in range(len(names))]
     used = [False] * len(names)
     for ops in operands:
         for o in ops:
@@ -407,6 +417,11 @@ def post_order(comp: HloComputation) -> list[str]:
                     stack.append(k)
     out.extend(n for i, n in enumerate(names) if not state[i])  # (a cycle, which the parser rejects)
     return out
+
+
+#: ``py_post_order`` in C (``hloscope/memory/_post_order.c``), None without the extension or with
+#: ``HLOSCOPE_PURE_PYTHON=1``.
+c_post_order = None if PURE_PYTHON else compiled("hloscope.memory._post_order", "post_order")
 
 
 def _same_array(a: Shape | None, b: Shape) -> bool:
