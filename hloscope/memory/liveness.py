@@ -26,8 +26,8 @@ values live in registers or in the buffers of the instruction that calls them.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Union
 
 from hloscope._compiled import PURE_PYTHON, compiled
