@@ -123,8 +123,7 @@ def summed(rows: list[CostRow]) -> OpCost:
         if found is not None:
             sums, known, kinds, group, flag_sets = found
             totals = [total if total == total else ok for total, ok in zip(sums, known)]
-            kind = kinds.pop() if len(kinds) == 1 else ("mixed" if kinds else "")
-            return OpCost(*totals, kind, group, frozenset().union(*flag_sets))
+            return _total(totals, kinds, group, frozenset().union(*flag_sets))
     return py_summed(rows)
 
 
@@ -151,15 +150,19 @@ def py_summed(rows: list[CostRow]) -> OpCost:
                 if total != total:
                     total = _sequential_sum(np.where(values == values, values, 0.0) * weights)
                 totals.append(total)
-    flops, transcendentals, read, written, comm = totals
     comm_kinds = list(map(_COMM_KIND, costs))
     kinds = set(comm_kinds)
     kinds.discard("")
     # (the largest group size of the rows with a collective kind, 0 without; the flags of every row: C passes)
     group = max(chain((0,), compress(map(_GROUP_SIZE, costs), comm_kinds))) if kinds else 0
-    flags = frozenset().union(*filter(None, map(_FLAGS, costs)))
+    return _total(totals, kinds, group, frozenset().union(*filter(None, map(_FLAGS, costs))))
+
+
+def _total(totals: list[float], kinds: set[str], group: int, flags: frozenset[str]) -> OpCost:
+    """The summed ``OpCost`` of ``summed``'s two ways: the five totals; the one collective kind of the rows
+    (``"mixed"`` for several, ``""`` for none); the largest group size; every flag."""
     kind = kinds.pop() if len(kinds) == 1 else ("mixed" if kinds else "")
-    return OpCost(flops, transcendentals, read, written, comm, kind, group, flags)
+    return OpCost(*totals, kind, group, flags)
 
 
 #: ``summed`` hands lists of at least this many rows to ``cost_totals`` (below it the call's fixed cost is about

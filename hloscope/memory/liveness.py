@@ -382,7 +382,7 @@ def post_order(comp: HloComputation) -> list[str]:
     computation's columns, or its C twin (``_post_order.c``) where it was built."""
     names = comp.names
     operands = comp.operand_lists(range(len(names)))
-    return (c_post_order or py_post_order)(names, operands)
+    return (py_post_order if PURE_PYTHON or c_post_order is None else c_post_order)(names, operands)
 
 
 def py_post_order(names: Sequence[str], operands: Sequence[Sequence[str]]) -> list[str]:
@@ -419,9 +419,9 @@ def py_post_order(names: Sequence[str], operands: Sequence[Sequence[str]]) -> li
     return out
 
 
-#: ``py_post_order`` in C (``hloscope/memory/_post_order.c``), None without the extension or with
-#: ``HLOSCOPE_PURE_PYTHON=1``.
-c_post_order = None if PURE_PYTHON else compiled("hloscope.memory._post_order", "post_order")
+#: ``py_post_order`` in C (``hloscope/memory/_post_order.c``), None when the extension was not built
+#: (``post_order`` takes the Python one then, and with ``HLOSCOPE_PURE_PYTHON=1``).
+c_post_order = compiled("hloscope.memory._post_order", "post_order")
 
 
 def _same_array(a: Shape | None, b: Shape) -> bool:

@@ -17,9 +17,7 @@ FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "hlo"
 
 @pytest.fixture(scope="module")
 def c_post_order(compiled_twin):
-    from hloscope._compiled import compiled
-
-    return compiled_twin(compiled("hloscope.memory._post_order", "post_order"), "hloscope.memory._post_order")
+    return compiled_twin(liveness.c_post_order, "hloscope.memory._post_order")
 
 
 def test_a_small_computation_by_hand() -> None:
