@@ -687,46 +687,25 @@ static PyObject *read_calls(PyObject *rest, PyObject *keys, PyObject *roles) {
     return called;
 }
 
-static PyObject *build_rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    PyObject *rows, *shapes, *known, *never_calls, *new, *decoder, *out, *no_calls, *params, *root, *call_keys,
-        *roles;
-    Py_ssize_t start, line, n, i;
-    (void)self;
-    if (nargs != 14 || !PyList_Check(args[0]) || !PyDict_Check(args[3]) || !PyAnySet_Check(args[4])
-        || !PyAnySet_Check(args[5]) || !PyList_Check(args[8]) || !PyList_Check(args[10]) || !PyList_Check(args[11])
-        || PyList_GET_SIZE(args[11]) != 1 || !PyUnicode_Check(PyList_GET_ITEM(args[11], 0))
-        || !PyTuple_Check(args[12]) || !PyDict_Check(args[13])) {
-        PyErr_SetString(PyExc_TypeError, "build_rows(rows: list, start: int, line: int, shapes: dict, known: set, "
-                                         "never_calls: set, new, decoder, out: list, no_calls, params: list, "
-                                         "root: [str], call_keys: tuple, roles: dict)");
-        return NULL;
-    }
-    for (i = 0; i < PyTuple_GET_SIZE(args[12]); i++) {
-        if (!PyUnicode_Check(PyTuple_GET_ITEM(args[12], i))) {
-            PyErr_SetString(PyExc_TypeError, "build_rows: call_keys must hold str");
-            return NULL;
+/* call_keys must hold str (read_calls reads them as such); -1 with a TypeError when not. */
+static int check_call_keys(PyObject *call_keys) {
+    Py_ssize_t i;
+    for (i = 0; i < PyTuple_GET_SIZE(call_keys); i++) {
+        if (!PyUnicode_Check(PyTuple_GET_ITEM(call_keys, i))) {
+            PyErr_SetString(PyExc_TypeError, "call_keys must hold str");
+            return -1;
         }
     }
-    if (init_constants() < 0) {
-        return NULL;
-    }
-    rows = args[0];
-    start = PyLong_AsSsize_t(args[1]);
-    line = PyLong_AsSsize_t(args[2]);
-    if ((start == -1 || line == -1) && PyErr_Occurred()) {
-        return NULL;
-    }
-    shapes = args[3];
-    known = args[4];
-    never_calls = args[5];
-    new = args[6];
-    decoder = args[7];
-    out = args[8];
-    no_calls = args[9];
-    params = args[10];
-    root = args[11];
-    call_keys = args[12];
-    roles = args[13];
+    return 0;
+}
+
+/* The loop of build_rows over rows[start:] (arguments as build_rows's, checked by the caller): the index of the
+ * first row left to Python, or -1 on a Python error. */
+static Py_ssize_t build_range(PyObject *rows, Py_ssize_t start, Py_ssize_t line, PyObject *shapes, PyObject *known,
+                              PyObject *never_calls, PyObject *new, PyObject *decoder, PyObject *out,
+                              PyObject *no_calls, PyObject *params, PyObject *root, PyObject *call_keys,
+                              PyObject *roles) {
+    Py_ssize_t n, i;
     n = PyList_GET_SIZE(rows);
     for (i = start < 0 ? 0 : start; i < n; i++) {
         PyObject *row = PyList_GET_ITEM(rows, i);
@@ -751,7 +730,7 @@ static PyObject *build_rows(PyObject *self, PyObject *const *args, Py_ssize_t na
         }
         r = PySet_Contains(known, opcode);
         if (r < 0) {
-            return NULL;
+            return -1;
         }
         if (!r) {
             break;
@@ -760,7 +739,7 @@ static PyObject *build_rows(PyObject *self, PyObject *const *args, Py_ssize_t na
         shape = PyDict_GetItemWithError(shapes, shape_text);
         if (shape == NULL) {
             if (PyErr_Occurred()) {
-                return NULL;
+                return -1;
             }
             break;
         }
@@ -769,7 +748,7 @@ static PyObject *build_rows(PyObject *self, PyObject *const *args, Py_ssize_t na
         if (PyUnicode_GET_LENGTH(operand_text) != 0 && PyUnicode_READ_CHAR(operand_text, 0) == '%') {
             operands = split_operands(operand_text);
             if (operands == NULL) {
-                return NULL;
+                return -1;
             }
             if (operands == Py_None) {
                 break;
@@ -790,7 +769,7 @@ static PyObject *build_rows(PyObject *self, PyObject *const *args, Py_ssize_t na
             }
             number = PyLong_FromUnicodeObject(operand_text, 10);
             if (number == NULL) {
-                return NULL;
+                return -1;
             }
             operands = TUPLE_EMPTY;
             Py_INCREF(operands);
@@ -804,7 +783,7 @@ static PyObject *build_rows(PyObject *self, PyObject *const *args, Py_ssize_t na
         } else {
             operands = split_plain_names(operand_text);
             if (operands == NULL) {
-                return NULL;
+                return -1;
             }
             if (operands == Py_None) {
                 break; /* operand shapes, comments, ...: operand_list */
@@ -874,7 +853,7 @@ static PyObject *build_rows(PyObject *self, PyObject *const *args, Py_ssize_t na
         Py_DECREF(number);
         Py_DECREF(called);
         if (inst == NULL) {
-            return NULL;
+            return -1;
         }
         r = PyList_Append(out, inst);
         if (r == 0 && parameter) {
@@ -882,12 +861,12 @@ static PyObject *build_rows(PyObject *self, PyObject *const *args, Py_ssize_t na
         }
         Py_DECREF(inst);
         if (r < 0) {
-            return NULL;
+            return -1;
         }
         if (rooted) {
             Py_INCREF(name);
             if (PyList_SetItem(root, 0, name) < 0) { /* (steals name, releases the "" it held) */
-                return NULL;
+                return -1;
             }
         }
         continue;
@@ -895,9 +874,537 @@ static PyObject *build_rows(PyObject *self, PyObject *const *args, Py_ssize_t na
         Py_XDECREF(called);
         Py_DECREF(operands);
         Py_XDECREF(number);
+        return -1;
+    }
+    return i;
+}
+
+static PyObject *build_rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    Py_ssize_t start, line, i;
+    (void)self;
+    if (nargs != 14 || !PyList_Check(args[0]) || !PyDict_Check(args[3]) || !PyAnySet_Check(args[4])
+        || !PyAnySet_Check(args[5]) || !PyList_Check(args[8]) || !PyList_Check(args[10]) || !PyList_Check(args[11])
+        || PyList_GET_SIZE(args[11]) != 1 || !PyUnicode_Check(PyList_GET_ITEM(args[11], 0))
+        || !PyTuple_Check(args[12]) || !PyDict_Check(args[13])) {
+        PyErr_SetString(PyExc_TypeError, "build_rows(rows: list, start: int, line: int, shapes: dict, known: set, "
+                                         "never_calls: set, new, decoder, out: list, no_calls, params: list, "
+                                         "root: [str], call_keys: tuple, roles: dict)");
         return NULL;
     }
-    return PyLong_FromSsize_t(i);
+    if (check_call_keys(args[12]) < 0 || init_constants() < 0) {
+        return NULL;
+    }
+    start = PyLong_AsSsize_t(args[1]);
+    line = PyLong_AsSsize_t(args[2]);
+    if ((start == -1 || line == -1) && PyErr_Occurred()) {
+        return NULL;
+    }
+    i = build_range(args[0], start, line, args[3], args[4], args[5], args[6], args[7], args[8], args[9], args[10],
+                    args[11], args[12], args[13]);
+    return i < 0 ? NULL : PyLong_FromSsize_t(i);
+}
+
+/* ---- read_computations: whole computations as XLA prints them, header to "}\n", without a Python step ------
+ *
+ * read_computations(src, pos, line, max_lines, shapes, parse_shape, known, never_calls, new, decoder, no_calls,
+ *                   call_keys, roles, new_computation, out, rows_into) -> (pos, line)
+ *
+ * Reads the computations from ``pos`` (on line ``line``) one after the other, as ``_hlo_text._Parser`` reads each
+ * with ``_computation`` when all of it takes the fast paths: a one-line header ``[ENTRY ]%name (...) -> ... {``
+ * (``_computation_header``'s first branch) or ``[ENTRY ]%name {`` (its second, on a header without a signature), a body of ``block_rows`` rows built by ``build_rows`` (a shape text
+ * missing from ``shapes`` is read with ``parse_shape`` and kept there, as ``_rows`` does; from the first row
+ * ``build_rows`` leaves, Python's loop ``rows_into``, ``BodyReader._rows_into``, builds the rest), and a
+ * closing "}\n" (or "} // comment\n", when what follows is not a ','). It also makes the checks ``_finish`` makes of a body's instructions (names unique, operands
+ * naming instructions of the body), and the ``HloComputation`` (``new_computation``) as ``_computation_end``
+ * does: the root (the ROOT, else the last instruction), the parameters' shapes by parameter number. Each is
+ * appended to ``out``. Blank lines between computations are skipped.
+ *
+ * It stops, at the start of the blank lines before it, at the first thing it leaves to Python: the end of the
+ * text, a line that is not such a header (``HloModule``, a comment, a stack frame table, ...), a body with a row
+ * that needs the line-by-line loop (``rows_into`` returns False), a shape ``parse_shape`` refuses (ValueError), a body that fails a check
+ * (Python reports it), a body closed otherwise, or a body of ``max_lines`` rows or more closed by "}\n" other
+ * than the entry's (``_block`` reads it as a ``LazyBody``). Returns the position and line after the last
+ * computation read (``pos`` and ``line`` when none). */
+
+static PyObject *STR_OPERANDS, *STR_PARAMETER_NUMBER, *STR_SHAPE, *STR_ARROW;
+
+/* Match ``_HEADER_LINE``: ``(ENTRY[ \t]+)?%?([^\s(){}=%,/"]+)[ \t]*\(`` at a (before e); 1 with the name's span and
+ * the match's end, 0 when it does not match. Without the ENTRY group when the match with it fails, as the
+ * regex backtracks. */
+ALWAYS_INLINE int is_name_char(Py_UCS4 c) {
+    switch (c) {
+    case '(': case ')': case '{': case '}': case '=': case '%': case ',': case '/': case '"':
+        return 0;
+    default:
+        return !Py_UNICODE_ISSPACE(c);
+    }
+}
+
+static int match_header_from(int kind, const void *data, Py_ssize_t j, Py_ssize_t e, Py_ssize_t *name_a,
+                             Py_ssize_t *name_b, Py_ssize_t *end) {
+    if (j < e && CH(j) == '%') {
+        j++;
+    }
+    *name_a = j;
+    while (j < e && is_name_char(CH(j))) {
+        j++;
+    }
+    if (j == *name_a) {
+        return 0;
+    }
+    *name_b = j;
+    while (j < e && (CH(j) == ' ' || CH(j) == '\t')) {
+        j++;
+    }
+    if (j >= e || CH(j) != '(') {
+        return 0;
+    }
+    *end = j + 1;
+    return 1;
+}
+
+static int match_header(int kind, const void *data, Py_ssize_t a, Py_ssize_t e, int *is_entry, Py_ssize_t *name_a,
+                        Py_ssize_t *name_b, Py_ssize_t *end) {
+    if (e - a > 5 && CH(a) == 'E' && CH(a + 1) == 'N' && CH(a + 2) == 'T' && CH(a + 3) == 'R' && CH(a + 4) == 'Y'
+        && (CH(a + 5) == ' ' || CH(a + 5) == '\t')) {
+        Py_ssize_t j = a + 5;
+        while (j < e && (CH(j) == ' ' || CH(j) == '\t')) {
+            j++;
+        }
+        if (match_header_from(kind, data, j, e, name_a, name_b, end)) {
+            *is_entry = 1;
+            return 1;
+        }
+    }
+    *is_entry = 0;
+    return match_header_from(kind, data, a, e, name_a, name_b, end);
+}
+
+/* A header printed without a signature, ``[ENTRY ]%name {`` ('{' ending the line [a, e)), as
+ * ``_computation_header``'s second branch reads it: "ENTRY" followed by one of " \t\r\n%/" makes it the entry
+ * (no backtracking to a computation named ENTRY), then ``%?name``, blanks, '{'. 1 with the name's span, 0 when the
+ * line is not (only) that. */
+static int match_brace_header(int kind, const void *data, Py_ssize_t a, Py_ssize_t e, int *is_entry,
+                              Py_ssize_t *name_a, Py_ssize_t *name_b) {
+    Py_ssize_t j = a;
+    *is_entry = 0;
+    if (e - a > 5 && CH(a) == 'E' && CH(a + 1) == 'N' && CH(a + 2) == 'T' && CH(a + 3) == 'R' && CH(a + 4) == 'Y') {
+        Py_UCS4 c = CH(a + 5);
+        if (c == '\r' || c == '/') {
+            return 0; /* (a comment or a line break after ENTRY: Python's) */
+        }
+        if (c == ' ' || c == '\t' || c == '%') {
+            *is_entry = 1;
+            j = a + 5;
+            while (j < e && (CH(j) == ' ' || CH(j) == '\t')) {
+                j++;
+            }
+        }
+    }
+    if (j < e && CH(j) == '%') {
+        j++;
+    }
+    *name_a = j;
+    while (j < e && is_name_char(CH(j))) {
+        j++;
+    }
+    if (j == *name_a) {
+        return 0;
+    }
+    *name_b = j;
+    while (j < e && (CH(j) == ' ' || CH(j) == '\t')) {
+        j++;
+    }
+    return j == e - 1 && CH(j) == '{';
+}
+
+/* Fill ``shapes`` for the shape texts of rows it lacks: 1 when done, 0 when parse_shape raised ValueError (cleared),
+ * -1 on any other error. */
+static int fill_shapes(PyObject *rows, PyObject *shapes, PyObject *parse_shape) {
+    Py_ssize_t i, n = PyList_GET_SIZE(rows);
+    for (i = 0; i < n; i++) {
+        PyObject *text = PyTuple_GET_ITEM(PyList_GET_ITEM(rows, i), 3), *shape;
+        int r = PyDict_Contains(shapes, text);
+        if (r < 0) {
+            return -1;
+        }
+        if (r) {
+            continue;
+        }
+        shape = PyObject_CallOneArg(parse_shape, text);
+        if (shape == NULL) {
+            if (PyErr_ExceptionMatches(PyExc_ValueError)) {
+                PyErr_Clear();
+                return 0;
+            }
+            return -1;
+        }
+        r = PyDict_SetItem(shapes, text, shape);
+        Py_DECREF(shape);
+        if (r < 0) {
+            return -1;
+        }
+    }
+    return 1;
+}
+
+/* ``_finish``'s checks of one body: 1 when the names are unique and every operand names one of them, 0 when not,
+ * -1 on error. */
+static int body_checks(PyObject *insts, PyObject *rows) {
+    Py_ssize_t i, k, n = PyList_GET_SIZE(insts);
+    int ok = 1;
+    PyObject *names = PySet_New(NULL);
+    if (names == NULL) {
+        return -1;
+    }
+    for (i = 0; i < n; i++) {
+        if (PySet_Add(names, PyTuple_GET_ITEM(PyList_GET_ITEM(rows, i), 2)) < 0) {
+            Py_DECREF(names);
+            return -1;
+        }
+    }
+    if (PySet_GET_SIZE(names) != n) {
+        ok = 0;
+    }
+    for (i = 0; ok && i < n; i++) {
+        PyObject *operands = PyObject_GetAttr(PyList_GET_ITEM(insts, i), STR_OPERANDS);
+        if (operands == NULL) {
+            Py_DECREF(names);
+            return -1;
+        }
+        if (!PyTuple_Check(operands)) {
+            ok = 0;
+        }
+        for (k = 0; ok && k < PyTuple_GET_SIZE(operands); k++) {
+            int r = PySet_Contains(names, PyTuple_GET_ITEM(operands, k));
+            if (r < 0) {
+                Py_DECREF(operands);
+                Py_DECREF(names);
+                return -1;
+            }
+            ok = r;
+        }
+        Py_DECREF(operands);
+    }
+    Py_DECREF(names);
+    return ok;
+}
+
+/* The parameters' shapes, by parameter number (``_computation_end``: a stable sort of params); NULL on error. */
+static PyObject *parameter_shapes(PyObject *params) {
+    Py_ssize_t n = PyList_GET_SIZE(params), i, j;
+    long *numbers;
+    PyObject **order, *out = NULL;
+    numbers = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(long));
+    order = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(PyObject *));
+    if (numbers == NULL || order == NULL) {
+        PyMem_Free(numbers);
+        PyMem_Free(order);
+        return PyErr_NoMemory();
+    }
+    for (i = 0; i < n; i++) { /* insertion sort: stable, and bodies hold few parameters */
+        PyObject *inst = PyList_GET_ITEM(params, i), *num = PyObject_GetAttr(inst, STR_PARAMETER_NUMBER);
+        long v;
+        if (num == NULL) {
+            goto done;
+        }
+        v = PyLong_AsLong(num);
+        Py_DECREF(num);
+        if (v == -1 && PyErr_Occurred()) {
+            goto done;
+        }
+        for (j = i; j > 0 && numbers[j - 1] > v; j--) {
+            numbers[j] = numbers[j - 1];
+            order[j] = order[j - 1];
+        }
+        numbers[j] = v;
+        order[j] = inst;
+    }
+    out = PyTuple_New(n);
+    if (out == NULL) {
+        goto done;
+    }
+    for (i = 0; i < n; i++) {
+        PyObject *shape = PyObject_GetAttr(order[i], STR_SHAPE);
+        if (shape == NULL) {
+            Py_CLEAR(out);
+            goto done;
+        }
+        PyTuple_SET_ITEM(out, i, shape);
+    }
+done:
+    PyMem_Free(numbers);
+    PyMem_Free(order);
+    return out;
+}
+
+/* The first line from `a` (a line start) that starts with '}', its position, with the number of lines before it
+ * in *lines; -1 when there is none. Found without reading the lines. */
+static Py_ssize_t close_line(int kind, const void *data, Py_ssize_t a, Py_ssize_t length, Py_ssize_t *lines) {
+    Py_ssize_t e;
+    *lines = 0;
+    while (a < length && CH(a) != '}') {
+        ++*lines;
+        if (kind == PyUnicode_1BYTE_KIND) {
+            const Py_UCS1 *nl = memchr((const Py_UCS1 *)data + a, '\n', (size_t)(length - a));
+            e = nl == NULL ? length : nl - (const Py_UCS1 *)data;
+        } else {
+            for (e = a; e < length && CH(e) != '\n'; e++) {
+            }
+        }
+        a = e + 1;
+    }
+    return a < length ? a : -1;
+}
+
+/* How the body's closing line at `stop` ends it, as ``_body`` reads it: the position after it with the lines it
+ * spans, and whether it is the plain "}\n" (*plain); -1 for any other close (Python's). A close followed by a
+ * comment (``} // name``, as XLA prints a module before optimization) ends at its line's end when the next
+ * thing after it is not a ',' (attributes of the computation: Python's). */
+static Py_ssize_t close_end(int kind, const void *data, Py_ssize_t stop, Py_ssize_t length, int *plain) {
+    Py_ssize_t j = stop + 1;
+    *plain = j < length && CH(j) == '\n';
+    if (*plain) {
+        return j + 1;
+    }
+    while (j < length && (CH(j) == ' ' || CH(j) == '\t')) {
+        j++;
+    }
+    if (j + 1 >= length || CH(j) != '/' || CH(j + 1) != '/') {
+        return -1;
+    }
+    while (j < length && CH(j) != '\n') {
+        j++;
+    }
+    if (j >= length) {
+        return -1;
+    }
+    {
+        Py_ssize_t k = j + 1;
+        Py_UCS4 c = 0;
+        while (k < length && ((c = CH(k)) == ' ' || c == '\t' || c == '\r' || c == '\n')) {
+            k++;
+        }
+        if (k < length && (c == ',' || c == '/')) {
+            return -1; /* (attributes after the close, or a comment that may hide them) */
+        }
+    }
+    return j + 1;
+}
+
+/* One computation from its header line [a, e) (src[e] == '\n', on line `line`): 1 with it appended to out and
+ * *after / *after_line set, 0 when it is left to Python, -1 on error. */
+static int read_one(PyObject *src, int kind, const void *data, Py_ssize_t length, Py_ssize_t a, Py_ssize_t e,
+                    Py_ssize_t line, Py_ssize_t max_lines, PyObject *const *args, Py_ssize_t *after,
+                    Py_ssize_t *after_line) {
+    PyObject *shapes = args[4], *parse_shape = args[5], *known = args[6], *never_calls = args[7], *new = args[8],
+             *decoder = args[9], *no_calls = args[10], *call_keys = args[11], *roles = args[12],
+             *new_computation = args[13], *out = args[14], *rows_into = args[15];
+    PyObject *rows = NULL, *insts = NULL, *params = NULL, *root = NULL, *name = NULL, *root_name, *tuple = NULL,
+             *shapes_of = NULL, *ln = NULL, *comp = NULL, *call_args[6];
+    Py_ssize_t name_a, name_b, end, stop, n, stop_row, after_close;
+    int is_entry, plain, r, result = -1;
+    if (e - a >= 2 && CH(e - 2) == ' ' && CH(e - 1) == '{'
+        && match_header(kind, data, a, e, &is_entry, &name_a, &name_b, &end)) {
+        r = (int)PyUnicode_Find(src, STR_ARROW, end, e, 1) >= 0;
+        if (PyErr_Occurred()) {
+            return -1;
+        }
+    } else {
+        r = 0;
+    }
+    if (!r && !match_brace_header(kind, data, a, e, &is_entry, &name_a, &name_b)) {
+        return 0;
+    }
+    stop = close_line(kind, data, e + 1, length, &n);
+    if (stop < 0 || (after_close = close_end(kind, data, stop, length, &plain)) < 0
+        || (plain && !is_entry && n >= max_lines)) {
+        return 0; /* (a long body closed by "}\n": _block keeps it as a LazyBody) */
+    }
+    rows = PyList_New(0);
+    if (rows == NULL) {
+        return -1;
+    }
+    if (scan(kind, data, src, e + 1, length, rows) != stop) { /* (-2: an error; -1: a row Python reads) */
+        result = PyErr_Occurred() ? -1 : 0;
+        goto done;
+    }
+    r = fill_shapes(rows, shapes, parse_shape);
+    if (r <= 0) {
+        result = r;
+        goto done;
+    }
+    insts = PyList_New(0);
+    params = PyList_New(0);
+    root = PyList_New(1);
+    if (insts == NULL || params == NULL || root == NULL) {
+        goto done;
+    }
+    Py_INCREF(STR_EMPTY);
+    PyList_SET_ITEM(root, 0, STR_EMPTY);
+    stop_row = build_range(rows, 0, line + 1, shapes, known, never_calls, new, decoder, insts, no_calls, params, root,
+                           call_keys, roles);
+    if (stop_row < 0) {
+        goto done;
+    }
+    if (stop_row < n) { /* the rows build_rows leaves: Python's loop builds them, from there on */
+        PyObject *more = PyLong_FromSsize_t(stop_row), *built, *rest_args[6];
+        if (more == NULL) {
+            goto done;
+        }
+        ln = PyLong_FromSsize_t(line + 1);
+        if (ln == NULL) {
+            Py_DECREF(more);
+            goto done;
+        }
+        rest_args[0] = rows;
+        rest_args[1] = ln;
+        rest_args[2] = more;
+        rest_args[3] = insts;
+        rest_args[4] = params;
+        rest_args[5] = root;
+        built = PyObject_Vectorcall(rows_into, rest_args, 6, NULL);
+        Py_DECREF(more);
+        Py_CLEAR(ln);
+        if (built == NULL) {
+            goto done;
+        }
+        r = PyObject_IsTrue(built);
+        Py_DECREF(built);
+        if (r <= 0) {
+            result = r;
+            goto done;
+        }
+    }
+    r = body_checks(insts, rows);
+    if (r <= 0) {
+        result = r;
+        goto done;
+    }
+    root_name = PyList_GET_ITEM(root, 0);
+    if (PyUnicode_GET_LENGTH(root_name) == 0) {
+        root_name = PyTuple_GET_ITEM(PyList_GET_ITEM(rows, n - 1), 2);
+    }
+    name = PyUnicode_Substring(src, name_a, name_b);
+    tuple = PyList_AsTuple(insts);
+    shapes_of = parameter_shapes(params);
+    ln = PyLong_FromSsize_t(line);
+    if (shapes_of == NULL && PyErr_ExceptionMatches(PyExc_OverflowError)) {
+        PyErr_Clear(); /* a parameter number beyond a C long: Python's */
+        result = 0;
+        goto done;
+    }
+    if (name == NULL || tuple == NULL || shapes_of == NULL || ln == NULL) {
+        goto done;
+    }
+    call_args[0] = name;
+    call_args[1] = tuple;
+    call_args[2] = root_name;
+    call_args[3] = is_entry ? Py_True : Py_False;
+    call_args[4] = shapes_of;
+    call_args[5] = ln;
+    comp = PyObject_Vectorcall(new_computation, call_args, 6, NULL);
+    if (comp == NULL || PyList_Append(out, comp) < 0) {
+        goto done;
+    }
+    *after = after_close;
+    *after_line = line + 1 + n + 1;
+    result = 1;
+done:
+    Py_XDECREF(rows);
+    Py_XDECREF(insts);
+    Py_XDECREF(params);
+    Py_XDECREF(root);
+    Py_XDECREF(name);
+    Py_XDECREF(tuple);
+    Py_XDECREF(shapes_of);
+    Py_XDECREF(ln);
+    Py_XDECREF(comp);
+    return result;
+}
+
+static PyObject *read_computations(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    PyObject *src;
+    Py_ssize_t pos, line, max_lines, length;
+    int kind;
+    const void *data;
+    (void)self;
+    if (nargs != 16 || !PyUnicode_Check(args[0]) || !PyDict_Check(args[4]) || !PyAnySet_Check(args[6])
+        || !PyAnySet_Check(args[7]) || !PyTuple_Check(args[11]) || !PyDict_Check(args[12])
+        || !PyList_Check(args[14])) {
+        PyErr_SetString(PyExc_TypeError, "read_computations(src: str, pos: int, line: int, max_lines: int, "
+                                         "shapes: dict, parse_shape, known: set, never_calls: set, new, decoder, "
+                                         "no_calls, call_keys: tuple, roles: dict, new_computation, out: list, "
+                                         "rows_into)");
+        return NULL;
+    }
+    if (check_call_keys(args[11]) < 0 || init_constants() < 0) {
+        return NULL;
+    }
+    if (STR_OPERANDS == NULL) {
+        STR_OPERANDS = PyUnicode_InternFromString("operands");
+        STR_PARAMETER_NUMBER = PyUnicode_InternFromString("parameter_number");
+        STR_SHAPE = PyUnicode_InternFromString("shape");
+        STR_ARROW = PyUnicode_FromString(") -> ");
+        if (STR_OPERANDS == NULL || STR_PARAMETER_NUMBER == NULL || STR_SHAPE == NULL || STR_ARROW == NULL) {
+            return NULL;
+        }
+    }
+    src = args[0];
+    pos = PyLong_AsSsize_t(args[1]);
+    line = PyLong_AsSsize_t(args[2]);
+    max_lines = PyLong_AsSsize_t(args[3]);
+    if ((pos == -1 || line == -1 || max_lines == -1) && PyErr_Occurred()) {
+        return NULL;
+    }
+#if PY_VERSION_HEX < 0x030C0000
+    if (PyUnicode_READY(src) < 0) {
+        return NULL;
+    }
+#endif
+    length = PyUnicode_GET_LENGTH(src);
+    kind = PyUnicode_KIND(src);
+    data = PyUnicode_DATA(src);
+    if (pos < 0 || pos > length) {
+        PyErr_Format(PyExc_ValueError, "read_computations(): pos=%zd is outside the text", pos);
+        return NULL;
+    }
+    for (;;) {
+        Py_ssize_t a = pos, a_line = line, e, after = pos, after_line = line;
+        Py_UCS4 c = 0;
+        int r;
+        while (a < length && ((c = CH(a)) == ' ' || c == '\t' || c == '\r' || c == '\n')) {
+            if (c == '\n') {
+                a_line++;
+            }
+            a++;
+        }
+        if (a >= length || c == 'H') { /* the end, or maybe an ``HloModule`` header: Python's */
+            break;
+        }
+        if (kind == PyUnicode_1BYTE_KIND) {
+            const Py_UCS1 *nl = memchr((const Py_UCS1 *)data + a, '\n', (size_t)(length - a));
+            e = nl == NULL ? -1 : nl - (const Py_UCS1 *)data;
+        } else {
+            e = PyUnicode_FindChar(src, '\n', a, length, 1);
+            if (e == -2) {
+                return NULL;
+            }
+        }
+        if (e < 0) {
+            break;
+        }
+        r = read_one(src, kind, data, length, a, e, a_line, max_lines, args, &after, &after_line);
+        if (r < 0) {
+            return NULL;
+        }
+        if (r == 0) {
+            break;
+        }
+        pos = after;
+        line = after_line;
+    }
+    return Py_BuildValue("(nn)", pos, line);
 }
 
 static PyMethodDef methods[] = {
@@ -910,6 +1417,11 @@ static PyMethodDef methods[] = {
      "           call_keys, roles) -> int\n\n"
      "Build the common rows of hloscope.parsers._hlo_bodies.BodyReader._rows from rows[start] on (appended to\n"
      "out); return the index of the first row left to Python."},
+    {"read_computations", (PyCFunction)(void (*)(void))read_computations, METH_FASTCALL,
+     "read_computations(src, pos, line, max_lines, shapes, parse_shape, known, never_calls, new, decoder,\n"
+     "                  no_calls, call_keys, roles, new_computation, out) -> tuple[int, int]\n\n"
+     "Read whole computations printed as XLA prints them from pos on (appended to out) until the first thing\n"
+     "left to hloscope.parsers._hlo_text._Parser; return the position and line after the last one read."},
     {NULL, NULL, 0, NULL},
 };
 

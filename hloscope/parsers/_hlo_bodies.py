@@ -104,6 +104,19 @@ class BodyReader(InstructionReader):
         ``lineno``); return them, the root's name (``""`` when no ROOT) and the parameters. None when a row needs
         the line-by-line loop. ``called_at``: the called computations of the rows that call any, by row index,
         when ``_lazy_body`` read them already."""
+        out: list[HloInstruction] = []
+        params: list[HloInstruction] = []
+        root = [""]
+        if not self._rows_into(matches, lineno, 0, out, params, root, called_at):
+            return None
+        return out, root[0], params
+
+    def _rows_into(self, matches: list[tuple[str, ...]], lineno: int, start: int, out: list[HloInstruction],
+                   params: list[HloInstruction], root: list[str],
+                   called_at: dict[int, dict[str, tuple[str, ...]]] | None = None) -> bool:
+        """``_rows`` from row ``start`` on, the rows before it built already (into ``out``, ``params`` and
+        ``root``, the ROOT's name or ``""``, as ``build_rows`` leaves them): False when a row needs the
+        line-by-line loop. (``_block_scan.read_computations`` hands over the rest of a body here.)"""
         shapes = self.shapes
         known = KNOWN_OPCODES
         never_calls = NEVER_CALLS
@@ -111,12 +124,9 @@ class BodyReader(InstructionReader):
         new = HloInstruction
         operands_of = operand_list
         no_calls = NO_CALLS
-        out: list[HloInstruction] = []
         append = out.append
-        params: list[HloInstruction] = []
-        root = [""]  # (a list: build_rows writes the ROOT's name there too)
         build = build_rows  # (C: the common rows, up to the next it leaves to this loop; None without it)
-        resume = retry = 0
+        resume = retry = start
         backoff = 1  # (rows C left in a row: it is asked again after 1, 2, 4, ... of them)
         # The rows come from ``block_rows``: no line ends with a value left open (`calls={`, `condition=`: the
         # body of a computation written in place) and none holds a second ` = ` (a second instruction on the
@@ -139,13 +149,13 @@ class BodyReader(InstructionReader):
                          or (opcode not in never_calls and has_call_key(rest))):
                 called = self._called(rest, ln) if called_at is None else called_at.get(ln - lineno, no_calls)
                 if called is None:
-                    return None
+                    return False
             shape = shapes.get(shape_text)
             if shape is None:
                 try:
                     shape = shapes[shape_text] = r.parse_shape(shape_text)
                 except ValueError:
-                    return None
+                    return False
             if opcode in known:
                 if operand_text[:1] == "%":
                     if "/" in operand_text:
@@ -161,7 +171,7 @@ class BodyReader(InstructionReader):
                     try:
                         number = int(operand_text)
                     except ValueError:
-                        return None
+                        return False
                     inst = new(name, opcode, shape, (), called, is_root != "", ln, "", number, rest, self)
                     params.append(inst)
                 elif opcode == "constant":
@@ -176,10 +186,10 @@ class BodyReader(InstructionReader):
                            is_root != "", ln, "", -1, rest, self)
             if is_root:
                 if root[0]:
-                    return None
+                    return False
                 root[0] = name
             append(inst)
-        return out, root[0], params
+        return True
 
 
 class LazyBody:

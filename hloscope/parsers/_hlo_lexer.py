@@ -50,7 +50,7 @@ class ParserBase:
 
     __slots__ = ("src", "source", "shapes", "metadata", "metadata_by_text", "unknown_opcodes", "frames",
                  "computation", "inline", "line_starts", "done", "pending", "anon", "infer_for", "infer_index",
-                 "inline_depth", "lazy")
+                 "inline_depth", "lazy", "checked")
 
     def __init__(self, src: str, source: str) -> None:
         self.src = src
@@ -75,6 +75,8 @@ class ParserBase:
         self.inline_depth = 0
         #: Bodies whose instructions are built on first use (``_lazy_body``), by computation name.
         self.lazy: dict[str, LazyBody] = {}
+        #: ``id``s of the computations whose bodies ``read_computations`` checked as ``_finish`` would.
+        self.checked: set[int] = set()
 
     # -- errors ------------------------------------------------------------------------------------
 

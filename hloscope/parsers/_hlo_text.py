@@ -37,15 +37,15 @@ import re
 from itertools import chain
 from operator import attrgetter
 
-from hloscope.hlo import HloComputation, HloInstruction, HloModule
+from hloscope.hlo import CALLED_COMPUTATION_ROLES, HloComputation, HloInstruction, HloModule
 from hloscope._gc import paused_gc
 from hloscope.parsers import _hlo_re as r
-from hloscope.parsers._block_rows import block_rows
+from hloscope.parsers._block_rows import block_rows, read_computations
 from hloscope.parsers._hlo_attrs import KNOWN_OPCODES
 from hloscope.parsers._hlo_bodies import BodyReader, LazyBody
 from hloscope.parsers._hlo_decode import resolve_stack_frames
 from hloscope.parsers._hlo_infer import INFERRED, ShapeInference
-from hloscope.parsers._hlo_instruction import NO_CALLS, names_calls
+from hloscope.parsers._hlo_instruction import CALL_KEYS, NEVER_CALLS, NO_CALLS, names_calls
 from hloscope.parsers._hlo_lexer import SKIP, operand_list
 
 _SIGIL_FINDALL = r.SIGIL_NAME.findall
@@ -152,6 +152,17 @@ class _Parser(BodyReader, ShapeInference):
                 raise self.error("'}' with no computation open", pos)
             if tables and not self.frames:
                 self.frames.update(resolve_stack_frames(tables))
+            if read_computations is not None:  # (C: this computation and those after it that take every fast path)
+                read = len(computations)
+                pos, lineno = read_computations(src, pos, lineno, _LAZY_MIN_LINES, self.shapes, r.parse_shape,
+                                                KNOWN_OPCODES, NEVER_CALLS, HloInstruction, self, NO_CALLS, CALL_KEYS,
+                                                CALLED_COMPUTATION_ROLES, HloComputation, computations,
+                                                self._rows_into)
+                if len(computations) > read:
+                    for comp in computations[read:]:
+                        self.done[comp.name] = comp
+                        self.checked.add(id(comp))
+                    continue
             comp, pos, lineno = self._computation(pos, lineno)
             for inline in self.inline:
                 computations.append(inline)
@@ -405,6 +416,7 @@ class _Parser(BodyReader, ShapeInference):
 
     def _finish(self, name: str, header: dict[str, str], computations: list[HloComputation]) -> HloModule:
         by_name: dict[str, HloComputation] = {}
+        checked = self.checked
         for comp in computations:
             self.computation = comp.name
             if comp.name in by_name:
@@ -412,8 +424,8 @@ class _Parser(BodyReader, ShapeInference):
                 raise self.error(f"duplicate computation name {comp.name!r} (the first is at line "
                                  f"{by_name[comp.name].line})", self._locate(comp.line, comp.name))
             by_name[comp.name] = comp
-            if not comp.is_built:
-                continue  # checked as a whole body when read (_lazy_body)
+            if not comp.is_built or id(comp) in checked:
+                continue  # checked as a whole body when read (_lazy_body, read_computations)
             instructions = comp.instructions
             local = set(map(_NAME, instructions))
             if len(local) != len(instructions):

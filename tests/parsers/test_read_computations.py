@@ -1,0 +1,171 @@
+"""The compiled reader of whole computations (``read_computations`` in ``_block_scan.c``) against the parser's
+own path, its specification: every module parses to the same computations and instructions -- names, lines,
+roots, parameter shapes, operands, called computations, attributes, metadata -- and every malformed text to the
+same error, with the reader on and off. Over every fixture, the public corpus, and hand-made texts for each
+place where the reader hands a computation back to the parser.
+
+When the extension is missing these tests skip, except where a C compiler is on the PATH (as in
+test_block_rows.py).
+"""
+
+from __future__ import annotations
+
+import json
+from itertools import chain
+from pathlib import Path
+
+import pytest
+
+from hloscope._compiled import compiled
+from hloscope.errors import HloParseError
+from hloscope.parsers import _hlo_text, parse_hlo_text
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "hlo"
+
+
+@pytest.fixture(scope="module")
+def reader(compiled_twin):
+    return compiled_twin(compiled("hloscope.parsers._block_scan", "read_computations"), "hloscope.parsers._block_scan")
+
+
+def _describe(text: str) -> tuple:
+    """Everything a parse gives, as plain values (or the error's text)."""
+    try:
+        m = parse_hlo_text(text)
+    except HloParseError as e:
+        return ("error", str(e))
+    comps = []
+    for comp in m.computations:
+        insts = []
+        for i in comp.instructions:
+            try:
+                attrs = sorted((k, repr(v)) for k, v in i.attributes.items())
+                md = repr(i.metadata)
+            except HloParseError as e:
+                attrs, md = str(e), None
+            insts.append((i.name, i.opcode, str(i.shape), i.operands, dict(i.called_computations), i.is_root, i.line,
+                          i.literal, i.parameter_number, attrs, md))
+        comps.append((comp.name, comp.root_name, comp.is_entry, tuple(map(str, comp.parameter_shapes)), comp.line,
+                       insts))
+    return m.name, m.entry.name, sorted(m.unknown_opcodes), comps
+
+
+def _both(monkeypatch, reader, text: str) -> tuple[tuple, int]:
+    """The parse of ``text`` with the reader and without it, and how many computations the reader made."""
+    made = []
+
+    def counting(*args):
+        before = len(args[14])
+        found = reader(*args)
+        made.append(len(args[14]) - before)
+        return found
+
+    monkeypatch.setattr(_hlo_text, "read_computations", counting)
+    with_reader = _describe(text)
+    monkeypatch.setattr(_hlo_text, "read_computations", None)
+    without = _describe(text)
+    assert with_reader == without
+    return with_reader, sum(made)
+
+
+@pytest.mark.parametrize("path", sorted(FIXTURES.glob("*.hlo.txt")), ids=lambda p: p.name)
+def test_every_fixture(monkeypatch, reader, path: Path) -> None:
+    _, made = _both(monkeypatch, reader, path.read_text())
+    assert made > 0  # (every fixture is printed by XLA: the reader reads some of it)
+
+
+def test_corpus(monkeypatch, reader, corpus_dir: Path) -> None:
+    dirs = [corpus_dir / d for d in ("hlo_cpu", "hlo_gpu", "hlo_tpu", "hlo_generic")]
+    texts = made = 0
+    for path in sorted(chain.from_iterable(d.glob(g) for g in ("*.txt", "*.hlo") for d in dirs)):
+        if path.stat().st_size > 1_500_000:
+            continue
+        _, n = _both(monkeypatch, reader, path.read_text(encoding="utf-8", errors="replace"))
+        texts += 1
+        made += n
+    for path in sorted(chain.from_iterable(d.glob("*.jsonl") for d in dirs))[:3]:
+        for line in path.read_text().splitlines()[:150]:
+            _, n = _both(monkeypatch, reader, json.loads(line)["text"])
+            texts += 1
+            made += n
+    assert texts > 50 and made > 1000
+
+
+_FUSED = """HloModule m, entry_computation_layout={(f32[8]{0}, f32[8]{0})->f32[8]{0}}
+
+%fused (p.0: f32[8], p.1: f32[8]) -> f32[8] {
+  %p.1 = f32[8]{0} parameter(1)
+  %p.0 = f32[8]{0} parameter(0)
+  ROOT %add = f32[8]{0} add(%p.0, %p.1)
+}
+
+ENTRY %main (a: f32[8], b: f32[8]) -> f32[8] {
+  %a = f32[8]{0} parameter(0)
+  %b = f32[8]{0} parameter(1)
+  ROOT %f = f32[8]{0} fusion(%a, %b), kind=kLoop, calls=%fused
+}
+"""
+
+
+def test_reads_whole_module(monkeypatch, reader) -> None:
+    (_, entry, _, comps), made = _both(monkeypatch, reader, _FUSED)
+    assert made == 2 and entry == "main"
+    fused = comps[0]
+    assert fused[:5] == ("fused", "add", False, ("f32[8]", "f32[8]"), 3)  # parameters by number, not by line
+    assert [i[6] for i in fused[5]] == [4, 5, 6]  # lines
+
+
+@pytest.mark.parametrize("text, made", [
+    # a header without a signature, as XLA prints a module before optimization; a close with a comment
+    ("e {\n  p = f32[2] parameter(0)\n  ROOT n = f32[2] negate(p)\n} // e\n", 1),
+    ("ENTRY e {\n  p = f32[2] parameter(0)\n  ROOT n = f32[2] negate(p)\n}\n", 1),
+    ("ENTRY %e {\n  p = f32[2] parameter(0)\n  ROOT n = f32[2] negate(p)\n}\n", 1),
+    # a computation named ENTRY is not the entry, but "ENTRY {" is no header: both Python's
+    ("ENTRY {\n  p = f32[2] parameter(0)\n}\n", 0),
+    # attributes after a close with a comment: Python's
+    ("ENTRY e {\n  p = f32[2] parameter(0)\n} // e\n, execution_thread=\"main\"\n", 0),
+    # a row build_rows leaves (operand comments) is handed to Python's loop, the rest read
+    ("ENTRY %e (a: f32[2]) -> f32[2] {\n  %a = f32[2]{0} parameter(0)\n"
+     "  ROOT %t = (f32[2]{0}, f32[2]{0}) tuple(%a, /*index=1*/%a)\n}\n", 1),
+    # an unknown opcode: that row built by Python's loop, kept and flagged
+    ("ENTRY %e (a: f32[2]) -> f32[2] {\n  %a = f32[2]{0} parameter(0)\n  ROOT %n = f32[2]{0} frobnicate(%a)\n}\n", 1),
+    # a shape XLA cannot print, a duplicate name, an operand of another body: Python's, with its error
+    ("ENTRY %e (a: f32[2]) -> f32[2] {\n  %a = f32[2]{0} parameter(0)\n  ROOT %n = f32[-2]{0} negate(%a)\n}\n", 0),
+    ("ENTRY %e (a: f32[2]) -> f32[2] {\n  %a = f32[2]{0} parameter(0)\n  ROOT %a = f32[2]{0} negate(%a)\n}\n", 0),
+    ("ENTRY %e (a: f32[2]) -> f32[2] {\n  %a = f32[2]{0} parameter(0)\n  ROOT %n = f32[2]{0} negate(%b)\n}\n", 0),
+    # a parameter number beyond a C long (Python's int reads it)
+    ("ENTRY %e (a: f32[]) -> f32[] {\n  %a = f32[] parameter(99999999999999999999)\n  ROOT %n = f32[] negate(%a)\n}\n",
+     0),
+    # two ROOTs; an empty body; no close: Python's, with its error
+    ("ENTRY %e (a: f32[2]) -> f32[2] {\n  ROOT %a = f32[2]{0} parameter(0)\n  ROOT %n = f32[2]{0} negate(%a)\n}\n", 0),
+    ("ENTRY %e (a: f32[2]) -> f32[2] {\n}\n", 0),
+    ("ENTRY %e (a: f32[2]) -> f32[2] {\n  %a = f32[2]{0} parameter(0)\n", 0),
+    # a line the scanner refuses (a comment in the body)
+    ("ENTRY %e (a: f32[2]) -> f32[2] {\n  // c\n  ROOT %a = f32[2]{0} parameter(0)\n}\n", 0),
+])
+def test_hands_back_what_it_does_not_read(monkeypatch, reader, text: str, made: int) -> None:
+    _, n = _both(monkeypatch, reader, text)
+    assert n == made
+
+
+def test_long_bodies_stay_lazy(monkeypatch, reader) -> None:
+    """A body of ``_LAZY_MIN_LINES`` rows or more, other than the entry's, is left to ``_block`` (a LazyBody);
+    the entry is read whole however long."""
+    rows = _hlo_text._LAZY_MIN_LINES
+    body = "".join(f"  %n{k} = f32[2]{{0}} negate(%n{k - 1})\n" for k in range(1, rows))
+    text = (f"%long (n0: f32[2]) -> f32[2] {{\n  %n0 = f32[2]{{0}} parameter(0)\n{body}}}\n\n"
+            f"ENTRY %e (n0: f32[2]) -> f32[2] {{\n  %n0 = f32[2]{{0}} parameter(0)\n{body}"
+            f"  ROOT %c = f32[2]{{0}} call(%n{rows - 1}), to_apply=%long\n}}\n")
+    _, made = _both(monkeypatch, reader, text)
+    assert made == 1
+    monkeypatch.setattr(_hlo_text, "read_computations", reader)
+    m = parse_hlo_text(text)
+    assert not m.computation("long").is_built and m.entry.is_built
+
+
+def test_blank_lines_and_errors_after(monkeypatch, reader) -> None:
+    """Lines are counted across the blank lines the reader skips, and an error after what it read points at the
+    same place."""
+    text = _FUSED.replace("\n\n", "\n\n\n  \n") + "\n\n}\n"
+    (kind, message), _ = _both(monkeypatch, reader, text)
+    assert kind == "error" and message.startswith("<string>:20:1: ")  # (13 lines, 4 blank ones added, 2 after)
