@@ -916,8 +916,8 @@ static PyObject *build_rows(PyObject *self, PyObject *const *args, Py_ssize_t na
  * ``build_rows`` leaves, Python's loop ``rows_into``, ``BodyReader._rows_into``, builds the rest), and a
  * closing "}\n" (or "} // comment\n", when what follows is not a ','). It also makes the checks ``_finish`` makes of a body's instructions (names unique, operands
  * naming instructions of the body), and the ``HloComputation`` (``new_computation``) as ``_computation_end``
- * does: the root (the ROOT, else the last instruction), the parameters' shapes by parameter number. Each is
- * appended to ``out``. Blank lines between computations are skipped.
+ * does: the root (the ROOT, else the last instruction), the parameters' shapes by parameter number; its name,
+ * opcode and shape columns are set from the rows (``set_columns``). Each is appended to ``out``. Blank lines between computations are skipped.
  *
  * It stops, at the start of the blank lines before it, at the first thing it leaves to Python: the end of the
  * text, a line that is not such a header (``HloModule``, a comment, a stack frame table, ...), a body with a row
@@ -926,7 +926,7 @@ static PyObject *build_rows(PyObject *self, PyObject *const *args, Py_ssize_t na
  * than the entry's (``_block`` reads it as a ``LazyBody``). Returns the position and line after the last
  * computation read (``pos`` and ``line`` when none). */
 
-static PyObject *STR_OPERANDS, *STR_PARAMETER_NUMBER, *STR_SHAPE, *STR_ARROW;
+static PyObject *STR_OPERANDS, *STR_PARAMETER_NUMBER, *STR_SHAPE, *STR_ARROW, *STR_NAMES, *STR_OPCODES, *STR_SHAPES;
 
 /* Match ``_HEADER_LINE``: ``(ENTRY[ \t]+)?%?([^\s(){}=%,/"]+)[ \t]*\(`` at a (before e); 1 with the name's span and
  * the match's end, 0 when it does not match. Without the ENTRY group when the match with it fails, as the
@@ -1192,6 +1192,40 @@ static Py_ssize_t close_end(int kind, const void *data, Py_ssize_t stop, Py_ssiz
     return j + 1;
 }
 
+/* The computation's name, opcode and shape columns (``HloComputation._names``, ``_opcodes``, ``_shapes``, else made
+ * from its instructions on first use) from the rows its instructions were built from: the row's name, opcode, and
+ * the shape ``shapes`` holds for its shape text, as both build_rows and Python's loop take them. -1 on error. */
+static int set_columns(PyObject *comp, PyObject *rows, PyObject *shapes) {
+    Py_ssize_t i, n = PyList_GET_SIZE(rows);
+    PyObject *names = PyTuple_New(n), *opcodes = PyTuple_New(n), *shapes_of = PyTuple_New(n);
+    int r = -1;
+    if (names == NULL || opcodes == NULL || shapes_of == NULL) {
+        goto done;
+    }
+    for (i = 0; i < n; i++) {
+        PyObject *row = PyList_GET_ITEM(rows, i), *shape = PyDict_GetItemWithError(shapes, PyTuple_GET_ITEM(row, 3));
+        if (shape == NULL) {
+            if (!PyErr_Occurred()) {
+                PyErr_SetString(PyExc_KeyError, "read_computations: a shape text left out of shapes");
+            }
+            goto done;
+        }
+        Py_INCREF(PyTuple_GET_ITEM(row, 2));
+        PyTuple_SET_ITEM(names, i, PyTuple_GET_ITEM(row, 2));
+        Py_INCREF(PyTuple_GET_ITEM(row, 4));
+        PyTuple_SET_ITEM(opcodes, i, PyTuple_GET_ITEM(row, 4));
+        Py_INCREF(shape);
+        PyTuple_SET_ITEM(shapes_of, i, shape);
+    }
+    r = (PyObject_SetAttr(comp, STR_NAMES, names) < 0 || PyObject_SetAttr(comp, STR_OPCODES, opcodes) < 0
+         || PyObject_SetAttr(comp, STR_SHAPES, shapes_of) < 0) ? -1 : 0;
+done:
+    Py_XDECREF(names);
+    Py_XDECREF(opcodes);
+    Py_XDECREF(shapes_of);
+    return r;
+}
+
 /* One computation from its header line [a, e) (src[e] == '\n', on line `line`): 1 with it appended to out and
  * *after / *after_line set, 0 when it is left to Python, -1 on error. */
 static int read_one(PyObject *src, int kind, const void *data, Py_ssize_t length, Py_ssize_t a, Py_ssize_t e,
@@ -1304,7 +1338,7 @@ static int read_one(PyObject *src, int kind, const void *data, Py_ssize_t length
     call_args[4] = shapes_of;
     call_args[5] = ln;
     comp = PyObject_Vectorcall(new_computation, call_args, 6, NULL);
-    if (comp == NULL || PyList_Append(out, comp) < 0) {
+    if (comp == NULL || set_columns(comp, rows, shapes) < 0 || PyList_Append(out, comp) < 0) {
         goto done;
     }
     *after = after_close;
@@ -1346,7 +1380,11 @@ static PyObject *read_computations(PyObject *self, PyObject *const *args, Py_ssi
         STR_PARAMETER_NUMBER = PyUnicode_InternFromString("parameter_number");
         STR_SHAPE = PyUnicode_InternFromString("shape");
         STR_ARROW = PyUnicode_FromString(") -> ");
-        if (STR_OPERANDS == NULL || STR_PARAMETER_NUMBER == NULL || STR_SHAPE == NULL || STR_ARROW == NULL) {
+        STR_NAMES = PyUnicode_InternFromString("_names");
+        STR_OPCODES = PyUnicode_InternFromString("_opcodes");
+        STR_SHAPES = PyUnicode_InternFromString("_shapes");
+        if (STR_OPERANDS == NULL || STR_PARAMETER_NUMBER == NULL || STR_SHAPE == NULL || STR_ARROW == NULL
+            || STR_NAMES == NULL || STR_OPCODES == NULL || STR_SHAPES == NULL) {
             return NULL;
         }
     }

@@ -1,8 +1,8 @@
 """The compiled reader of whole computations (``read_computations`` in ``_block_scan.c``) against the parser's
 own path, its specification: every module parses to the same computations and instructions -- names, lines,
-roots, parameter shapes, operands, called computations, attributes, metadata -- and every malformed text to the
-same error, with the reader on and off. Over every fixture, the public corpus, and hand-made texts for each
-place where the reader hands a computation back to the parser.
+roots, parameter shapes, name/opcode/shape columns, operands, called computations, attributes, metadata -- and
+every malformed text to the same error, with the reader on and off. Over every fixture, the public corpus, and
+hand-made texts for each place where the reader hands a computation back to the parser.
 
 When the extension is missing these tests skip, except where a C compiler is on the PATH (as in
 test_block_rows.py).
@@ -45,8 +45,10 @@ def _describe(text: str) -> tuple:
                 attrs, md = str(e), None
             insts.append((i.name, i.opcode, str(i.shape), i.operands, dict(i.called_computations), i.is_root, i.line,
                           i.literal, i.parameter_number, attrs, md))
+        columns = (comp.names, comp.opcodes, all(a is i.shape for a, i in zip(comp.shapes, comp.instructions)),
+                   len(comp.shapes))  # (the reader sets them from the rows; else they come from the instructions)
         comps.append((comp.name, comp.root_name, comp.is_entry, tuple(map(str, comp.parameter_shapes)), comp.line,
-                       insts))
+                       insts, columns))
     return m.name, m.entry.name, sorted(m.unknown_opcodes), comps
 
 
