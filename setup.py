@@ -1,4 +1,4 @@
-"""The optional C parts: the scanner of computation bodies (hloscope/parsers/_block_scan.c), the reader of one
+"""The optional C parts: the reader of computations and their bodies (hloscope/parsers/_block_scan.c), the reader of one
 attribute (hloscope/parsers/_attribute_scan.c), the cost walk's shared rows and the columns of its rows
 (hloscope/cost/_cost_walk.c) and the memory model's post order (hloscope/memory/_post_order.c). Everything else
 is in pyproject.toml.

@@ -14,7 +14,8 @@
  * name: tried first as the marker, then as the name, as the regex does.
  *
  * ``build_rows`` (below) builds the instructions of those rows that ``_hlo_bodies.BodyReader._rows`` would build
- * in its common case, the same way; tests/parsers/test_block_rows.py holds the two equal.
+ * in its common case, the same way; tests/parsers/test_block_rows.py holds the two equal. ``read_computations``
+ * (below) reads whole computations with both, one after the other, as ``_hlo_text._Parser`` would.
  *
  * Built as an optional extension (setup.py): when it is missing, hloscope uses the Python functions. */
 
@@ -910,21 +911,27 @@ static PyObject *build_rows(PyObject *self, PyObject *const *args, Py_ssize_t na
  *                   call_keys, roles, new_computation, out, rows_into) -> (pos, line)
  *
  * Reads the computations from ``pos`` (on line ``line``) one after the other, as ``_hlo_text._Parser`` reads each
- * with ``_computation`` when all of it takes the fast paths: a one-line header ``[ENTRY ]%name (...) -> ... {``
- * (``_computation_header``'s first branch) or ``[ENTRY ]%name {`` (its second, on a header without a signature), a body of ``block_rows`` rows built by ``build_rows`` (a shape text
- * missing from ``shapes`` is read with ``parse_shape`` and kept there, as ``_rows`` does; from the first row
- * ``build_rows`` leaves, Python's loop ``rows_into``, ``BodyReader._rows_into``, builds the rest), and a
- * closing "}\n" (or "} // comment\n", when what follows is not a ','). It also makes the checks ``_finish`` makes of a body's instructions (names unique, operands
- * naming instructions of the body), and the ``HloComputation`` (``new_computation``) as ``_computation_end``
- * does: the root (the ROOT, else the last instruction), the parameters' shapes by parameter number; its name,
- * opcode and shape columns are set from the rows (``set_columns``). Each is appended to ``out``. Blank lines between computations are skipped.
+ * with ``_computation`` when all of it takes the fast paths:
+ *
+ * - a one-line header: ``[ENTRY ]%name (...) -> ... {`` (``_computation_header``'s first branch) or, on a header
+ *   without a signature, ``[ENTRY ]%name {`` (its second);
+ * - a body of ``block_rows`` rows, built by ``build_rows`` (a shape text missing from ``shapes`` is read with
+ *   ``parse_shape`` and kept there, as ``_rows`` does); from the first row ``build_rows`` leaves on, Python's loop
+ *   ``rows_into`` (``BodyReader._rows_into``) builds the rest;
+ * - a closing "}\n", or "} // comment\n" when what follows is not a ','.
+ *
+ * It also makes the checks ``_finish`` makes of a body's instructions (names unique, operands naming instructions
+ * of the body), and the ``HloComputation`` (``new_computation``) as ``_computation_end`` does: the root (the ROOT,
+ * else the last instruction), the parameters' shapes by parameter number; its name, opcode and shape columns are
+ * set from the rows (``set_columns``). Each is appended to ``out``. Blank lines between computations are skipped.
  *
  * It stops, at the start of the blank lines before it, at the first thing it leaves to Python: the end of the
  * text, a line that is not such a header (``HloModule``, a comment, a stack frame table, ...), a body with a row
- * that needs the line-by-line loop (``rows_into`` returns False), a shape ``parse_shape`` refuses (ValueError), a body that fails a check
- * (Python reports it), a body closed otherwise, or a body of ``max_lines`` rows or more closed by "}\n" other
- * than the entry's (``_block`` reads it as a ``LazyBody``). Returns the position and line after the last
- * computation read (``pos`` and ``line`` when none). */
+ * that needs the line-by-line loop (``rows_into`` returns False), a shape ``parse_shape`` refuses (ValueError), a
+ * body that fails a check (Python reports it), a body closed otherwise, or a body of ``max_lines`` rows or more
+ * closed by "}\n" other than the entry's (``_block`` keeps it as a ``LazyBody``). Returns the position and line
+ * after the last computation read (``pos`` and ``line`` when none). tests/parsers/test_read_computations.py
+ * holds the parse with it equal to the parse without it. */
 
 static PyObject *STR_OPERANDS, *STR_PARAMETER_NUMBER, *STR_SHAPE, *STR_ARROW, *STR_NAMES, *STR_OPCODES, *STR_SHAPES;
 
