@@ -935,9 +935,7 @@ static PyObject *build_rows(PyObject *self, PyObject *const *args, Py_ssize_t na
 
 static PyObject *STR_OPERANDS, *STR_PARAMETER_NUMBER, *STR_SHAPE, *STR_ARROW, *STR_NAMES, *STR_OPCODES, *STR_SHAPES;
 
-/* Match ``_HEADER_LINE``: ``(ENTRY[ \t]+)?%?([^\s(){}=%,/"]+)[ \t]*\(`` at a (before e); 1 with the name's span and
- * the match's end, 0 when it does not match. Without the ENTRY group when the match with it fails, as the
- * regex backtracks. */
+/* A character of a computation name (``[^\s(){}=%,/"]``). */
 ALWAYS_INLINE int is_name_char(Py_UCS4 c) {
     switch (c) {
     case '(': case ')': case '{': case '}': case '=': case '%': case ',': case '/': case '"':
@@ -947,8 +945,10 @@ ALWAYS_INLINE int is_name_char(Py_UCS4 c) {
     }
 }
 
-static int match_header_from(int kind, const void *data, Py_ssize_t j, Py_ssize_t e, Py_ssize_t *name_a,
-                             Py_ssize_t *name_b, Py_ssize_t *end) {
+/* ``%?([^\s(){}=%,/"]+)[ \t]*`` then `opener` from j (before e): 1 with the name's span and the position after
+ * the opener, 0 when it does not match. */
+static int match_name_from(int kind, const void *data, Py_ssize_t j, Py_ssize_t e, Py_UCS4 opener,
+                           Py_ssize_t *name_a, Py_ssize_t *name_b, Py_ssize_t *end) {
     if (j < e && CH(j) == '%') {
         j++;
     }
@@ -963,13 +963,16 @@ static int match_header_from(int kind, const void *data, Py_ssize_t j, Py_ssize_
     while (j < e && (CH(j) == ' ' || CH(j) == '\t')) {
         j++;
     }
-    if (j >= e || CH(j) != '(') {
+    if (j >= e || CH(j) != opener) {
         return 0;
     }
     *end = j + 1;
     return 1;
 }
 
+/* Match ``_HEADER_LINE`` -- ``(ENTRY[ \t]+)?%?([^\s(){}=%,/"]+)[ \t]*\(`` -- at a (before e): 1 with the name's
+ * span and the match's end, 0 when it does not match. Without the ENTRY group when the match with it fails, as
+ * the regex backtracks. */
 static int match_header(int kind, const void *data, Py_ssize_t a, Py_ssize_t e, int *is_entry, Py_ssize_t *name_a,
                         Py_ssize_t *name_b, Py_ssize_t *end) {
     if (e - a > 5 && CH(a) == 'E' && CH(a + 1) == 'N' && CH(a + 2) == 'T' && CH(a + 3) == 'R' && CH(a + 4) == 'Y'
@@ -978,13 +981,13 @@ static int match_header(int kind, const void *data, Py_ssize_t a, Py_ssize_t e, 
         while (j < e && (CH(j) == ' ' || CH(j) == '\t')) {
             j++;
         }
-        if (match_header_from(kind, data, j, e, name_a, name_b, end)) {
+        if (match_name_from(kind, data, j, e, '(', name_a, name_b, end)) {
             *is_entry = 1;
             return 1;
         }
     }
     *is_entry = 0;
-    return match_header_from(kind, data, a, e, name_a, name_b, end);
+    return match_name_from(kind, data, a, e, '(', name_a, name_b, end);
 }
 
 /* A header printed without a signature, ``[ENTRY ]%name {`` ('{' ending the line [a, e)), as
@@ -993,7 +996,7 @@ static int match_header(int kind, const void *data, Py_ssize_t a, Py_ssize_t e, 
  * line is not (only) that. */
 static int match_brace_header(int kind, const void *data, Py_ssize_t a, Py_ssize_t e, int *is_entry,
                               Py_ssize_t *name_a, Py_ssize_t *name_b) {
-    Py_ssize_t j = a;
+    Py_ssize_t j = a, end;
     *is_entry = 0;
     if (e - a > 5 && CH(a) == 'E' && CH(a + 1) == 'N' && CH(a + 2) == 'T' && CH(a + 3) == 'R' && CH(a + 4) == 'Y') {
         Py_UCS4 c = CH(a + 5);
@@ -1008,21 +1011,7 @@ static int match_brace_header(int kind, const void *data, Py_ssize_t a, Py_ssize
             }
         }
     }
-    if (j < e && CH(j) == '%') {
-        j++;
-    }
-    *name_a = j;
-    while (j < e && is_name_char(CH(j))) {
-        j++;
-    }
-    if (j == *name_a) {
-        return 0;
-    }
-    *name_b = j;
-    while (j < e && (CH(j) == ' ' || CH(j) == '\t')) {
-        j++;
-    }
-    return j == e - 1 && CH(j) == '{';
+    return match_name_from(kind, data, j, e, '{', name_a, name_b, &end) && end == e;
 }
 
 /* Fill ``shapes`` for the shape texts of rows it lacks: 1 when done, 0 when parse_shape raised ValueError (cleared),
@@ -1242,7 +1231,7 @@ static int read_one(PyObject *src, int kind, const void *data, Py_ssize_t length
              *decoder = args[9], *no_calls = args[10], *call_keys = args[11], *roles = args[12],
              *new_computation = args[13], *out = args[14], *rows_into = args[15];
     PyObject *rows = NULL, *insts = NULL, *params = NULL, *root = NULL, *name = NULL, *root_name, *tuple = NULL,
-             *shapes_of = NULL, *ln = NULL, *comp = NULL, *call_args[6];
+             *shapes_of = NULL, *ln = NULL, *comp = NULL;
     Py_ssize_t name_a, name_b, end, stop, n, stop_row, after_close;
     int is_entry, plain, r, result = -1;
     if (e - a >= 2 && CH(e - 2) == ' ' && CH(e - 1) == '{'
@@ -1289,7 +1278,7 @@ static int read_one(PyObject *src, int kind, const void *data, Py_ssize_t length
         goto done;
     }
     if (stop_row < n) { /* the rows build_rows leaves: Python's loop builds them, from there on */
-        PyObject *more = PyLong_FromSsize_t(stop_row), *built, *rest_args[6];
+        PyObject *more = PyLong_FromSsize_t(stop_row), *built;
         if (more == NULL) {
             goto done;
         }
@@ -1298,13 +1287,10 @@ static int read_one(PyObject *src, int kind, const void *data, Py_ssize_t length
             Py_DECREF(more);
             goto done;
         }
-        rest_args[0] = rows;
-        rest_args[1] = ln;
-        rest_args[2] = more;
-        rest_args[3] = insts;
-        rest_args[4] = params;
-        rest_args[5] = root;
-        built = PyObject_Vectorcall(rows_into, rest_args, 6, NULL);
+        {
+            PyObject *rest_args[] = {rows, ln, more, insts, params, root};
+            built = PyObject_Vectorcall(rows_into, rest_args, 6, NULL);
+        }
         Py_DECREF(more);
         Py_CLEAR(ln);
         if (built == NULL) {
@@ -1338,13 +1324,10 @@ static int read_one(PyObject *src, int kind, const void *data, Py_ssize_t length
     if (name == NULL || tuple == NULL || shapes_of == NULL || ln == NULL) {
         goto done;
     }
-    call_args[0] = name;
-    call_args[1] = tuple;
-    call_args[2] = root_name;
-    call_args[3] = is_entry ? Py_True : Py_False;
-    call_args[4] = shapes_of;
-    call_args[5] = ln;
-    comp = PyObject_Vectorcall(new_computation, call_args, 6, NULL);
+    {
+        PyObject *call_args[] = {name, tuple, root_name, is_entry ? Py_True : Py_False, shapes_of, ln};
+        comp = PyObject_Vectorcall(new_computation, call_args, 6, NULL);
+    }
     if (comp == NULL || set_columns(comp, rows, shapes) < 0 || PyList_Append(out, comp) < 0) {
         goto done;
     }
