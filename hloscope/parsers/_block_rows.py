@@ -117,8 +117,8 @@ block_rows = py_block_rows if c_block_rows is None or PURE_PYTHON else c_block_r
 #: other operand lists, computations written in place, unknown opcodes and shape texts are left to the Python loop,
 #: which it equals on the rows it builds), or None: then the loop builds every row.
 build_rows = None if PURE_PYTHON else compiled("hloscope.parsers._block_scan", "build_rows")
-#: The C reader of whole computations that take every fast path of ``_hlo_text._Parser._computation`` (one-line
-#: header, a body ``build_rows`` builds whole, "}\n"), checked as ``_finish`` checks a body and made into
-#: ``HloComputation`` objects, one after the other without a Python step (``read_computations`` in
-#: ``_block_scan.c``), or None: then the parser reads each computation itself.
+#: The C reader of whole computations that take the fast paths of ``_hlo_text._Parser._computation`` (a one-line
+#: header, a body ``block_rows`` reads -- the rows ``build_rows`` leaves built by ``BodyReader._rows_into`` --, a
+#: "}" line), checked as ``_finish`` checks a body and made into ``HloComputation`` objects, one after the other
+#: (``read_computations`` in ``_block_scan.c``), or None: then the parser reads each computation itself.
 read_computations = None if PURE_PYTHON else compiled("hloscope.parsers._block_scan", "read_computations")
