@@ -1153,8 +1153,8 @@ static Py_ssize_t close_line(int kind, const void *data, Py_ssize_t a, Py_ssize_
     return a < length ? a : -1;
 }
 
-/* How the body's closing line at `stop` ends it, as ``_body`` reads it: the position after it with the lines it
- * spans, and whether it is the plain "}\n" (*plain); -1 for any other close (Python's). A close followed by a
+/* How the body's closing line at `stop` ends it, as ``_body`` reads it: the position after that line, and whether
+ * it is the plain "}\n" (*plain); -1 for any other close (Python's). A close followed by a
  * comment (``} // name``, as XLA prints a module before optimization) ends at its line's end when the next
  * thing after it is not a ',' (attributes of the computation: Python's). */
 static Py_ssize_t close_end(int kind, const void *data, Py_ssize_t stop, Py_ssize_t length, int *plain) {
@@ -1312,16 +1312,18 @@ static int read_one(PyObject *src, int kind, const void *data, Py_ssize_t length
     if (PyUnicode_GET_LENGTH(root_name) == 0) {
         root_name = PyTuple_GET_ITEM(PyList_GET_ITEM(rows, n - 1), 2);
     }
-    name = PyUnicode_Substring(src, name_a, name_b);
-    tuple = PyList_AsTuple(insts);
     shapes_of = parameter_shapes(params);
-    ln = PyLong_FromSsize_t(line);
-    if (shapes_of == NULL && PyErr_ExceptionMatches(PyExc_OverflowError)) {
-        PyErr_Clear(); /* a parameter number beyond a C long: Python's */
-        result = 0;
+    if (shapes_of == NULL) {
+        if (PyErr_ExceptionMatches(PyExc_OverflowError)) {
+            PyErr_Clear(); /* a parameter number beyond a C long: Python's */
+            result = 0;
+        }
         goto done;
     }
-    if (name == NULL || tuple == NULL || shapes_of == NULL || ln == NULL) {
+    name = PyUnicode_Substring(src, name_a, name_b);
+    tuple = name == NULL ? NULL : PyList_AsTuple(insts);
+    ln = tuple == NULL ? NULL : PyLong_FromSsize_t(line);
+    if (ln == NULL) {
         goto done;
     }
     {

@@ -70,7 +70,6 @@ VALUE_STOP_TOP: Final = re.compile(r'[ \t,\n{}\[\]()"/]')
 BRACED_FIELD: Final = re.compile(r'([A-Za-z_][\w]*)=("[^"\\]*(?:\\.[^"\\]*)*"|[^\s,}]+)')
 
 
-
 def _nested_brackets(levels: int) -> str:
     """A regex for one bracketed group nesting at most ``levels`` deep and holding no string, read as
     ``_value_end`` reads it: any of ``{[(`` opens, any of ``}])`` closes (the scanner does not pair kinds
