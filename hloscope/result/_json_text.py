@@ -29,11 +29,14 @@ from __future__ import annotations
 import json
 import math
 from array import array
-from functools import partial
+from collections.abc import Callable
+from functools import cache, partial
 from itertools import compress
 from json.encoder import encode_basestring_ascii
 from operator import is_not, itemgetter
 from typing import Any
+
+from hloscope._compiled import PURE_PYTHON, compiled
 
 _SCALAR = (str, int, float, type(None))  # (bool is an int)
 #: The exact types a table column may hold to be printed through a cache of its distinct values.
@@ -54,12 +57,16 @@ _encoders: dict[int, Any] = {}
 
 
 class Rows:
-    """A list of dicts that all have the keys ``keys``, in that order, held as its columns (lists of equal
-    length): ``dumps_indent1`` prints it as that list without the dicts being made. Not JSON to anything else."""
+    """A list of dicts that all have the keys ``keys``, in that order, held as its columns: ``dumps_indent1``
+    prints it as that list without the dicts being made. Not JSON to anything else.
+
+    A column is a list, or a one-dimensional float64 numpy array standing for the list of its values as Python
+    floats with each NaN or infinite one as None (``listed``: what a report's float column is in JSON, converted
+    only where the Python path prints it)."""
 
     __slots__ = ("keys", "columns", "count")
 
-    def __init__(self, keys: list[str], columns: list[list[Any]], count: int) -> None:
+    def __init__(self, keys: list[str], columns: list[Any], count: int) -> None:
         if len(keys) != len(columns) or any(len(c) != count for c in columns):
             raise ValueError("Rows: one column of `count` values per key")
         self.keys, self.columns, self.count = list(keys), columns, count
@@ -68,7 +75,20 @@ class Rows:
         """The list of dicts."""
         if not self.keys:
             return [{} for _ in range(self.count)]
-        return [dict(zip(self.keys, row)) for row in zip(*self.columns)]
+        return [dict(zip(self.keys, row)) for row in zip(*map(listed, self.columns))]
+
+
+def listed(column: Any) -> list[Any]:
+    """A column of ``Rows`` as a list: a list as it is; a float64 array's values as Python floats, NaN and
+    infinities as None."""
+    if type(column) is list:
+        return column
+    import numpy as np
+
+    values = column.tolist()
+    for i in np.flatnonzero(~np.isfinite(column)).tolist():
+        values[i] = None
+    return values
 
 
 def dumps_indent1(doc: Any) -> str:
@@ -211,9 +231,17 @@ def _columns(rows: list | tuple) -> tuple[list[str], list[list[Any]]] | None:
     return keys, [list(map(itemgetter(key), rows)) for key in keys]
 
 
-def _emit_table(keys: list[str], columns: list[list[Any]], level: int, out: list[str], markers: set[int]) -> bool:
-    """The rows of ``columns`` (at least one, ``keys`` strings) printed by columns, or False with nothing printed
-    where printing a value raised."""
+def _emit_table(keys: list[str], columns: list[Any], level: int, out: list[str], markers: set[int]) -> bool:
+    """The rows of ``columns`` (at least one, ``keys`` strings; lists or float64 arrays as in ``Rows``) printed by
+    columns, or False with nothing printed where printing a value raised. In C where it was built
+    (``_json_table.c``, which leaves any value but plain scalars and lists of strings to this path)."""
+    table_text = _c_table_text()
+    if table_text is not None:
+        text = table_text([encode_basestring_ascii(key) + ": " for key in keys], columns, level)
+        if text is not None:
+            out.append(text)
+            return True
+    columns = list(map(listed, columns))
     pad1 = "\n" + " " * (level + 1)
     pad2 = "\n" + " " * (level + 2)
     cell_markers = set(markers)  # (left as it is where a cell raises half-way)
@@ -226,6 +254,13 @@ def _emit_table(keys: list[str], columns: list[list[Any]], level: int, out: list
             (pad1 + "}," + pad1 + "{" + pad2).join(map(("," + pad2).join, zip(*texts))),
             pad1, "}\n", " " * level, "]")
     return True
+
+
+@cache
+def _c_table_text() -> Callable | None:
+    """``table_text`` of ``_json_table.c``: ``_emit_table``'s text in C (None where a cell is left to Python), or
+    None when the extension was not built or ``HLOSCOPE_PURE_PYTHON`` is set."""
+    return None if PURE_PYTHON else compiled("hloscope.result._json_table", "table_text")
 
 
 def _column_texts(key_text: str, column: list, level: int, markers: set[int]) -> list[str]:

@@ -316,7 +316,8 @@ def _records(df: pd.DataFrame, convert: dict[str, Any] | None = None,
     Python floats from ``tolist``; only object columns holding something else than ``str``, ``int``, ``bool`` or
     None, which cleaning leaves as they are, are cleaned one value at a time). ``convert`` maps a column's name to
     a function applied to each of its (cleaned) values. With ``rows``, the same as a ``_json_text.Rows`` (the
-    columns; ``to_json`` prints them without making the dicts)."""
+    columns, a float column not converted as its float64 array; ``to_json`` prints them without making the dicts
+    or the floats)."""
     from itertools import repeat
 
     import numpy as np
@@ -326,7 +327,9 @@ def _records(df: pd.DataFrame, convert: dict[str, Any] | None = None,
     columns = []
     for name in names:
         col = df[name]
-        if col.dtype.kind == "f":
+        if col.dtype.kind == "f" and rows and (convert is None or name not in convert):
+            values = np.ascontiguousarray(col.to_numpy(), dtype=np.float64)  # (Rows: NaN printed as null)
+        elif col.dtype.kind == "f":
             arr = col.to_numpy()
             values = arr.tolist()
             bad = ~np.isfinite(arr)

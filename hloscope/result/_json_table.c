@@ -1,0 +1,431 @@
+/* A table of a report printed as ``json.dumps(rows, indent=1, allow_nan=False)`` prints it, from its columns
+ * (hloscope.result._json_text._emit_table is the specification and the fallback; tests/report/
+ * test_json_table.py holds the two equal).
+ *
+ * table_text(key_texts, columns, level) -> str | None
+ *
+ * key_texts: per column, its key as JSON text followed by ": " (``encode_basestring_ascii(key) + ": "``);
+ * columns: lists of equal length (at least one row), one per key; level: the indentation of the list's
+ * brackets. Returns the text of the list of row objects: each row's cells ``key: value`` one per line at
+ * ``level + 2``, its braces at ``level + 1``. A value is printed as json's C encoder prints it: exact ``str``
+ * (ASCII, escaped as ``encode_basestring_ascii``), exact ``float`` (``float.__repr__``), exact ``int``
+ * (``int.__repr__``), True, False, None, and an exact ``list`` of exact ``str`` (one item per line, as
+ * ``indent=1``). Any other value, a float that is NaN or infinite (which ``allow_nan=False`` refuses) or a key
+ * text that is not ASCII gives None with no error set: the Python path then prints the table, or raises what
+ * ``json.dumps`` raises.
+ *
+ * Why: the ops table of a large module is 20,000-30,000 rows of 37 cells (22 MB of text for the corpus's
+ * llama module); in Python each cell costs a cached lookup and two joins (0.07-0.1 s a report). Here the text
+ * of a float or string value is cached by its bits or its object, as the offset of its first printing in the
+ * output.
+ *
+ * Built as an optional extension (setup.py): without it the Python path runs. */
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+/* The output: an ASCII str object written in place and resized as it grows (a large one is moved by the C
+ * library's realloc without a copy), so the text is never copied into a str after. */
+typedef struct {
+    PyObject *str;
+    char *data;
+    Py_ssize_t len, cap;
+} Buffer;
+
+static int reserve(Buffer *b, Py_ssize_t more) {
+    Py_ssize_t need = b->len + more, cap = b->cap ? b->cap : 4096;
+    if (need <= b->cap) {
+        return 0;
+    }
+    while (cap < need) {
+        cap *= 2;
+    }
+    if (b->str == NULL) {
+        b->str = PyUnicode_New(cap, 127);
+        if (b->str == NULL) {
+            return -1;
+        }
+    } else if (PyUnicode_Resize(&b->str, cap) < 0) { /* (the str left as it was) */
+        return -1;
+    }
+    b->data = PyUnicode_DATA(b->str);
+    b->cap = cap;
+    return 0;
+}
+
+static int put(Buffer *b, const char *s, Py_ssize_t n) {
+    if (reserve(b, n) < 0) {
+        return -1;
+    }
+    memcpy(b->data + b->len, s, (size_t)n);
+    b->len += n;
+    return 0;
+}
+
+/* A newline and ``spaces`` spaces. */
+static int put_pad(Buffer *b, Py_ssize_t spaces) {
+    if (reserve(b, spaces + 1) < 0) {
+        return -1;
+    }
+    b->data[b->len++] = '\n';
+    memset(b->data + b->len, ' ', (size_t)spaces);
+    b->len += spaces;
+    return 0;
+}
+
+/* The texts printed already, by a key (a float's bits, a string's address), held in the entry itself so that a
+ * hit copies from memory the cache keeps warm (copying from where the text was first printed in the output, tens
+ * of MB back, cost a cache miss a cell). Direct-mapped: a colliding key replaces the entry (a miss prints the
+ * value again); a text longer than an entry holds is never cached. */
+#define CACHE_BITS 12
+#define CACHE_SIZE (1 << CACHE_BITS)
+#define TEXT_MAX 52
+
+typedef struct {
+    uint64_t key;
+    int32_t len; /* 0: empty */
+    char text[TEXT_MAX];
+} Entry;
+
+static Entry *slot(Entry *cache, uint64_t key) {
+    return &cache[(key * UINT64_C(0x9E3779B97F4A7C15)) >> (64 - CACHE_BITS)];
+}
+
+static const char HEX[] = "0123456789abcdef";
+
+/* ``encode_basestring_ascii(s)``: quoted, ``"`` and ``\`` escaped, \b \f \n \r \t as such, any other character
+ * outside ' '..'~' as \uXXXX (a surrogate pair above U+FFFF). */
+static int put_string(Buffer *b, PyObject *s) {
+    Py_ssize_t n = PyUnicode_GET_LENGTH(s), i;
+    int kind = PyUnicode_KIND(s);
+    const void *data = PyUnicode_DATA(s);
+    char *out;
+    if (PyUnicode_IS_ASCII(s)) { /* (most strings: copied at once when nothing in them is escaped) */
+        const unsigned char *p = data;
+        for (i = 0; i < n; i++) {
+            if (p[i] < ' ' || p[i] == '"' || p[i] == '\\' || p[i] == 0x7f) {
+                break;
+            }
+        }
+        if (i == n) {
+            if (reserve(b, n + 2) < 0) {
+                return -1;
+            }
+            b->data[b->len] = '"';
+            memcpy(b->data + b->len + 1, p, (size_t)n);
+            b->data[b->len + n + 1] = '"';
+            b->len += n + 2;
+            return 0;
+        }
+    }
+    if (reserve(b, 12 * n + 2) < 0) { /* (the longest escape of one code point: a surrogate pair) */
+        return -1;
+    }
+    out = b->data + b->len;
+    *out++ = '"';
+    for (i = 0; i < n; i++) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, i);
+        if (c >= ' ' && c <= '~' && c != '\\' && c != '"') {
+            *out++ = (char)c;
+            continue;
+        }
+        *out++ = '\\';
+        switch (c) {
+        case '\\': *out++ = '\\'; break;
+        case '"': *out++ = '"'; break;
+        case '\b': *out++ = 'b'; break;
+        case '\f': *out++ = 'f'; break;
+        case '\n': *out++ = 'n'; break;
+        case '\r': *out++ = 'r'; break;
+        case '\t': *out++ = 't'; break;
+        default:
+            if (c >= 0x10000) {
+                Py_UCS4 v = c - 0x10000, high = 0xd800 | ((v >> 10) & 0x3ff);
+                *out++ = 'u';
+                *out++ = HEX[(high >> 12) & 0xf];
+                *out++ = HEX[(high >> 8) & 0xf];
+                *out++ = HEX[(high >> 4) & 0xf];
+                *out++ = HEX[high & 0xf];
+                c = 0xdc00 | (v & 0x3ff);
+                *out++ = '\\';
+            }
+            *out++ = 'u';
+            *out++ = HEX[(c >> 12) & 0xf];
+            *out++ = HEX[(c >> 8) & 0xf];
+            *out++ = HEX[(c >> 4) & 0xf];
+            *out++ = HEX[c & 0xf];
+        }
+    }
+    *out++ = '"';
+    b->len = out - b->data;
+    return 0;
+}
+
+/* The text of a value printed before (``cache``, keyed by ``key``) copied, else the value printed by ``print``
+ * and its text remembered. */
+static int put_cached(Buffer *b, Entry *cache, uint64_t key, int (*print)(Buffer *, PyObject *), PyObject *v) {
+    Entry *e = slot(cache, key);
+    Py_ssize_t at = b->len;
+    if (e->len && e->key == key) {
+        return put(b, e->text, e->len);
+    }
+    if (print(b, v) < 0) {
+        return -1;
+    }
+    if (b->len - at <= TEXT_MAX) {
+        e->key = key;
+        e->len = (int32_t)(b->len - at);
+        memcpy(e->text, b->data + at, (size_t)e->len);
+    }
+    return 0;
+}
+
+/* ``float.__repr__`` (finite: checked by the caller). */
+static int put_float(Buffer *b, PyObject *v) {
+    char *text = PyOS_double_to_string(PyFloat_AS_DOUBLE(v), 'r', 0, Py_DTSF_ADD_DOT_0, NULL);
+    int rc;
+    if (text == NULL) {
+        return -1;
+    }
+    rc = put(b, text, (Py_ssize_t)strlen(text));
+    PyMem_Free(text);
+    return rc;
+}
+
+/* The text of an ASCII str object (a key text, an int's repr). */
+static int put_ascii(Buffer *b, PyObject *s) {
+    return put(b, (const char *)PyUnicode_DATA(s), PyUnicode_GET_LENGTH(s));
+}
+
+/* One cell's value at indentation ``level``: 0 printed, 1 a value this printer leaves to Python, -1 an error. */
+static int put_value(Buffer *b, PyObject *v, Py_ssize_t level, Entry *floats, Entry *strings) {
+    PyTypeObject *t = Py_TYPE(v);
+    if (t == &PyFloat_Type) {
+        double x = PyFloat_AS_DOUBLE(v);
+        uint64_t bits;
+        if (!isfinite(x)) {
+            return 1;
+        }
+        memcpy(&bits, &x, sizeof bits);
+        return put_cached(b, floats, bits, put_float, v);
+    }
+    if (t == &PyUnicode_Type) {
+        return put_cached(b, strings, (uint64_t)(uintptr_t)v, put_string, v);
+    }
+    if (v == Py_None) {
+        return put(b, "null", 4);
+    }
+    if (v == Py_True) {
+        return put(b, "true", 4);
+    }
+    if (v == Py_False) {
+        return put(b, "false", 5);
+    }
+    if (t == &PyLong_Type) {
+        PyObject *text = PyLong_Type.tp_repr(v);
+        int rc;
+        if (text == NULL) {
+            return -1;
+        }
+        rc = put_ascii(b, text);
+        Py_DECREF(text);
+        return rc;
+    }
+    if (t == &PyList_Type) {
+        Py_ssize_t n = PyList_GET_SIZE(v), i;
+        for (i = 0; i < n; i++) {
+            if (Py_TYPE(PyList_GET_ITEM(v, i)) != &PyUnicode_Type) {
+                return 1;
+            }
+        }
+        if (n == 0) {
+            return put(b, "[]", 2);
+        }
+        if (put(b, "[", 1) < 0) {
+            return -1;
+        }
+        for (i = 0; i < n; i++) {
+            if ((i && put(b, ",", 1) < 0) || put_pad(b, level + 1) < 0
+                    || put_cached(b, strings, (uint64_t)(uintptr_t)PyList_GET_ITEM(v, i), put_string,
+                                  PyList_GET_ITEM(v, i)) < 0) {
+                return -1;
+            }
+        }
+        if (put_pad(b, level) < 0 || put(b, "]", 1) < 0) {
+            return -1;
+        }
+        return 0;
+    }
+    return 1;
+}
+
+/* A float of a float64 column: its text, or null where it is NaN or infinite (``_json_text.listed``). */
+static int put_double(Buffer *b, double x, Entry *floats) {
+    uint64_t bits;
+    Entry *e;
+    char *text;
+    Py_ssize_t n;
+    if (!isfinite(x)) {
+        return put(b, "null", 4);
+    }
+    memcpy(&bits, &x, sizeof bits);
+    e = slot(floats, bits);
+    if (e->len && e->key == bits) {
+        return put(b, e->text, e->len);
+    }
+    text = PyOS_double_to_string(x, 'r', 0, Py_DTSF_ADD_DOT_0, NULL);
+    if (text == NULL) {
+        return -1;
+    }
+    n = (Py_ssize_t)strlen(text);
+    if (n <= TEXT_MAX) {
+        e->key = bits;
+        e->len = (int32_t)n;
+        memcpy(e->text, text, (size_t)n);
+    }
+    n = put(b, text, n);
+    PyMem_Free(text);
+    return (int)n;
+}
+
+/* Whether ``c`` is a one-dimensional C-contiguous buffer of ``nrow`` doubles (a float64 numpy array); its view
+ * is held in ``view`` when so (released by the caller), no error set when not. */
+static int float64_view(PyObject *c, Py_ssize_t nrow, Py_buffer *view) {
+    if (PyObject_GetBuffer(c, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
+        PyErr_Clear();
+        return 0;
+    }
+    if (view->ndim == 1 && view->itemsize == 8 && view->format != NULL && strcmp(view->format, "d") == 0
+            && view->shape[0] == nrow) {
+        return 1;
+    }
+    PyBuffer_Release(view);
+    return 0;
+}
+
+static PyObject *table_text(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    PyObject *keys, *columns, *out = NULL, ***items = NULL;
+    Py_ssize_t ncol, nrow = -1, level, row, col, viewed = 0;
+    Buffer b = {NULL, NULL, 0, 0};
+    Entry *floats = NULL, *strings = NULL;
+    Py_buffer *views = NULL;
+    const double **doubles = NULL;
+    (void)self;
+    if (nargs != 3 || !PyList_Check(args[0]) || !PyList_Check(args[1]) || !PyLong_Check(args[2])) {
+        PyErr_SetString(PyExc_TypeError, "table_text(key_texts: list, columns: list, level: int)");
+        return NULL;
+    }
+    keys = args[0];
+    columns = args[1];
+    level = PyLong_AsSsize_t(args[2]);
+    if (level == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    ncol = PyList_GET_SIZE(keys);
+    if (ncol == 0 || PyList_GET_SIZE(columns) != ncol || level < 0) {
+        Py_RETURN_NONE;
+    }
+    for (col = 0; col < ncol; col++) { /* (the rows: the first list's length, else the first column's) */
+        PyObject *c = PyList_GET_ITEM(columns, col);
+        if (PyList_CheckExact(c)) {
+            nrow = PyList_GET_SIZE(c);
+            break;
+        }
+    }
+    if (nrow < 0) {
+        nrow = PyObject_Length(PyList_GET_ITEM(columns, 0));
+        if (nrow < 0) {
+            PyErr_Clear();
+            Py_RETURN_NONE;
+        }
+    }
+    items = PyMem_Calloc((size_t)ncol, sizeof(PyObject **));
+    doubles = PyMem_Calloc((size_t)ncol, sizeof(double *));
+    views = PyMem_Calloc((size_t)ncol, sizeof(Py_buffer));
+    floats = PyMem_Calloc(CACHE_SIZE, sizeof(Entry));
+    strings = PyMem_Calloc(CACHE_SIZE, sizeof(Entry));
+    if (items == NULL || doubles == NULL || views == NULL || floats == NULL || strings == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (col = 0; col < ncol; col++) {
+        PyObject *k = PyList_GET_ITEM(keys, col), *c = PyList_GET_ITEM(columns, col);
+        if (!PyUnicode_CheckExact(k) || !PyUnicode_IS_ASCII(k)) {
+            goto none;
+        }
+        if (PyList_CheckExact(c) && PyList_GET_SIZE(c) == nrow) {
+            items[col] = PySequence_Fast_ITEMS(c);
+        } else if (float64_view(c, nrow, &views[viewed])) {
+            doubles[col] = views[viewed++].buf;
+        } else {
+            goto none;
+        }
+    }
+    if (nrow == 0) {
+        goto none;
+    }
+    if (reserve(&b, nrow * ncol * 32) < 0 || put(&b, "[", 1) < 0) {
+        goto done;
+    }
+    /* (nothing below runs Python code: the lists keep their lengths and items) */
+    for (row = 0; row < nrow; row++) {
+        if ((row && put(&b, ",", 1) < 0) || put_pad(&b, level + 1) < 0 || put(&b, "{", 1) < 0) {
+            goto done;
+        }
+        for (col = 0; col < ncol; col++) {
+            int rc;
+            if ((col && put(&b, ",", 1) < 0) || put_pad(&b, level + 2) < 0
+                    || put_ascii(&b, PyList_GET_ITEM(keys, col)) < 0) {
+                goto done;
+            }
+            rc = items[col] ? put_value(&b, items[col][row], level + 2, floats, strings)
+                            : put_double(&b, doubles[col][row], floats);
+            if (rc < 0) {
+                goto done;
+            }
+            if (rc > 0) {
+                goto none;
+            }
+        }
+        if (put_pad(&b, level + 1) < 0 || put(&b, "}", 1) < 0) {
+            goto done;
+        }
+    }
+    if (put_pad(&b, level) < 0 || put(&b, "]", 1) < 0) {
+        goto done;
+    }
+    if (PyUnicode_Resize(&b.str, b.len) == 0) {
+        out = b.str;
+        b.str = NULL;
+    }
+    goto done;
+none:
+    out = Py_None;
+    Py_INCREF(out);
+done:
+    while (viewed > 0) {
+        PyBuffer_Release(&views[--viewed]);
+    }
+    PyMem_Free(views);
+    PyMem_Free(doubles);
+    PyMem_Free(items);
+    Py_XDECREF(b.str);
+    PyMem_Free(floats);
+    PyMem_Free(strings);
+    return out;
+}
+
+static PyMethodDef methods[] = {
+    {"table_text", (PyCFunction)(void (*)(void))table_text, METH_FASTCALL,
+     "table_text(key_texts, columns, level) -> the rows' JSON text (indent=1), or None where Python must print it"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_json_table", NULL, -1, methods};
+
+PyMODINIT_FUNC PyInit__json_table(void) {
+    return PyModule_Create(&module);
+}
