@@ -37,9 +37,11 @@ def advise(report: Report) -> pd.DataFrame:
     import pandas as pd
 
     from hloscope.advice import below_roof, collectives, exposed_comm, fusion_chain, matmul_batch, precision
+    from hloscope.advice._common import shares
 
+    share = shares(report.ops)  # (made once: a groupby over the whole table, ~1.5 ms on 21,000 rows)
     found = []
     for rule in (matmul_batch, collectives, exposed_comm, precision, fusion_chain, below_roof):
-        found.extend(rule.advise(report))
+        found.extend(fusion_chain.advise(report) if rule is fusion_chain else rule.advise(report, share))
     table = pd.DataFrame([dataclasses.asdict(a) for a in found], columns=ADVICE_COLUMNS)
     return table.sort_values("gain_s", ascending=False, kind="stable").reset_index(drop=True)

@@ -14,6 +14,8 @@ from hloscope.advice._common import SIGNIFICANT_SHARE, Advice, shares
 from hloscope.units import duration
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from hloscope.result import Report
 
 RULE = "far-below-roof"
@@ -22,11 +24,11 @@ SOURCE = "How to Scale Your Model, Part 1 (Rooflines): measured time vs the roof
 EFFICIENCY_BELOW = 0.30
 
 
-def advise(report: Report) -> list[Advice]:
+def advise(report: Report, share: pd.Series | None = None) -> list[Advice]:
     ops = report.ops
     if not ops["measured_s"].notna().any():
         return []
-    share = shares(ops)
+    share = shares(ops) if share is None else share  # (advise() hands over the one it made for every rule)
     pick = (ops["efficiency"] < EFFICIENCY_BELOW) & (share >= SIGNIFICANT_SHARE) & (ops["category"] != "collective")
     out = []
     for i in ops.index[pick]:

@@ -28,6 +28,8 @@ from hloscope.advice._common import (SIGNIFICANT_SHARE, Advice, dot_in, modules_
 from hloscope.units import duration
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from hloscope.result import Report
 
 RULE = "communication-bound-collective"
@@ -44,10 +46,10 @@ def contracting_dim_to_hide(peak_flops_per_s: float, link_bytes_per_s: float, de
     return devices * bytes_per_element * peak_flops_per_s / (2 * link_bytes_per_s)
 
 
-def advise(report: Report) -> list[Advice]:
+def advise(report: Report, share: pd.Series | None = None) -> list[Advice]:
     ops = report.ops
     modules = modules_by_name(report)
-    share = shares(ops)
+    share = shares(ops) if share is None else share  # (advise() hands over the one it made for every rule)
     out = []
     pick = (ops["category"] == "collective") & (ops["bound"] == "communication") & (share >= SIGNIFICANT_SHARE)
     picked = ops.index[pick]

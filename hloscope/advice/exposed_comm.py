@@ -26,9 +26,9 @@ RULE = "exposed-collective"
 SOURCE = "How to Scale Your Model, Part 1 (overlap communication with compute); XLA latency-hiding scheduler"
 
 
-def advise(report: Report) -> list[Advice]:
+def advise(report: Report, share: pd.Series | None = None) -> list[Advice]:
     ops = report.ops
-    share = shares(ops)
+    share = shares(ops) if share is None else share  # (advise() hands over the one it made for every rule)
     traced = ops["measured_s"].notna().any()
     comm = _collectives_not_done(ops)
     out = []

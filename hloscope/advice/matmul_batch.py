@@ -22,6 +22,8 @@ from hloscope.advice._common import SIGNIFICANT_SHARE, Advice, dot_in, modules_b
 from hloscope.units import duration
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from hloscope.result import Report
 
 RULE = "memory-bound-matmul"
@@ -36,10 +38,10 @@ def batch_for_critical_intensity(flops: float, scaled_bytes: float, fixed_bytes:
     return critical_intensity * fixed_bytes / denom if denom > 0 else math.inf
 
 
-def advise(report: Report) -> list[Advice]:
+def advise(report: Report, share: pd.Series | None = None) -> list[Advice]:
     ops = report.ops
     modules = modules_by_name(report)
-    share = shares(ops)
+    share = shares(ops) if share is None else share  # (advise() hands over the one it made for every rule)
     out = []
     pick = (ops["category"] == "matmul") & (ops["bound"] == "memory") & (share >= SIGNIFICANT_SHARE)
     for i in ops.index[pick]:

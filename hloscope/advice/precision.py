@@ -16,15 +16,17 @@ from hloscope.advice._common import SIGNIFICANT_SHARE, Advice, shares
 from hloscope.units import duration
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from hloscope.result import Report
 
 RULE = "slow-matmul-precision"
 SOURCE = "JAX jax.lax.Precision (TPU HIGH = 3, HIGHEST = 6 bf16 passes); chip peak table (bf16 vs f32)"
 
 
-def advise(report: Report) -> list[Advice]:
+def advise(report: Report, share: pd.Series | None = None) -> list[Advice]:
     ops = report.ops
-    share = shares(ops)
+    share = shares(ops) if share is None else share  # (advise() hands over the one it made for every rule)
     chip = report.chip
     peaks = chip.peak_flops_per_s
     out = []
