@@ -127,8 +127,7 @@ def analyze(source: Any, *args: Any, chip: str | ChipSpec | None = None, target:
                 report = _static([parse_hlo(source)], _resolve_chip(chip, None))
             else:
                 path = Path(source)
-                if path.is_file() and not path.name.endswith((".xplane.pb", ".xplane.pb.gz", ".trace.json.gz",
-                                                                ".trace.json")):
+                if path.is_file() and not path.name.endswith(TRACE_FILE_ENDINGS):
                     report = _static([parse_hlo(path)], _resolve_chip(chip, None))
                 elif path.is_dir() and any(path.glob("*after_optimizations.txt")):
                     report = _dump_dir(path, module, _resolve_chip(chip, None))
@@ -158,6 +157,10 @@ def analyze(source: Any, *args: Any, chip: str | ChipSpec | None = None, target:
     report.compile_s = program.compile_s
     report.analysis_s = program.text_s + time.perf_counter() - t0
     return report
+
+
+#: Files ``analyze`` reads as a trace; any other file is HLO text.
+TRACE_FILE_ENDINGS = (".xplane.pb", ".xplane.pb.gz", ".trace.json.gz", ".trace.json")
 
 
 def _many_hosts(path: Path, run: str | None, client: Any, workers: int | None, scheduler: str | None) -> bool:

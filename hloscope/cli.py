@@ -136,15 +136,27 @@ def _report(args: argparse.Namespace, one_shot: bool = False) -> int:
     from hloscope.analysis import analyze
 
     _require_path(args.path)
-    report = _with_status(args.path, lambda: analyze(args.path, chip=args.chip, run=args.run, hlo=args.hlo,
-                                                     module=args.module, workers=args.workers,
-                                                     scheduler=args.scheduler, progress=True))
+    child = None
+    if one_shot and args.format == "json" and _is_hlo_text_file(args.path):
+        child = _footprints_in_child(args.path, args.chip)  # (the JSON holds the memory footprint: other core)
+    try:
+        report = _with_status(args.path, lambda: analyze(args.path, chip=args.chip, run=args.run, hlo=args.hlo,
+                                                         module=args.module, workers=args.workers,
+                                                         scheduler=args.scheduler, progress=True))
+    except BaseException:
+        if child is not None:
+            child.cancel()
+        raise
+    if child is not None:
+        footprints = child.result()
+        if footprints is not None:
+            report._use_memory(footprints)
     if one_shot:
         from hloscope._gc import frozen_at_exit
 
         frozen_at_exit()  # (the analysis lives to the end of the process: see main)
     if args.format == "json":
-        _emit(report.to_json() + "\n", args.output)
+        _emit(report.to_json(), args.output, end="\n")  # (not joined: a copy of tens of MB)
     elif args.format == "csv":
         _emit(report.to_csv(), args.output)
     elif args.format == "html":
@@ -163,6 +175,27 @@ def _report(args: argparse.Namespace, one_shot: bool = False) -> int:
         else:
             render(report, args.top, advice=args.advice)
     return EXIT_OK
+
+
+def _footprints_in_child(path: str, chip: str | None):  # noqa: ANN202 - a FootprintsInChild or None
+    """``hloscope.memory.forked.start_footprints`` on the chip ``analyze`` will score against; None when the chip
+    does not resolve (``analyze`` then reports it, after anything wrong with the file, as without a child)."""
+    from hloscope.analysis import _resolve_chip
+    from hloscope.errors import HloscopeError
+    from hloscope.memory.forked import start_footprints
+
+    try:
+        spec = _resolve_chip(chip, None)
+    except HloscopeError:
+        return None
+    return start_footprints(path, spec)
+
+
+def _is_hlo_text_file(path: str) -> bool:
+    """Whether ``analyze`` reads ``path`` as one HLO text file (not a trace file, not a directory)."""
+    from hloscope.analysis import TRACE_FILE_ENDINGS
+
+    return Path(path).is_file() and not Path(path).name.endswith(TRACE_FILE_ENDINGS)
 
 
 def _memory(args: argparse.Namespace) -> int:
@@ -264,17 +297,19 @@ def _calibrate(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _emit(text: str, output: str | None) -> None:
-    """Write to stdout, or atomically to ``output`` (temp file in the same dir, then ``os.replace``), so an
-    existing report is never left half-written."""
+def _emit(text: str, output: str | None, end: str = "") -> None:
+    """Write ``text`` then ``end`` to stdout, or atomically to ``output`` (temp file in the same dir, then
+    ``os.replace``), so an existing report is never left half-written."""
     if output is None:
         sys.stdout.write(text)
+        sys.stdout.write(end)
         return
     target = Path(output)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent or ".")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
+            f.write(end)
         # mkstemp makes the file private (0600); give it the mode a plain open() would (or the old file's).
         try:
             mode = target.stat().st_mode & 0o777

@@ -109,6 +109,16 @@ class Report(ReportAssertions):
             self._fill_peak_bytes()
         return self._memory
 
+    def _use_memory(self, footprints: list[MemoryFootprint]) -> bool:
+        """Take ``footprints`` as ``memory`` when they are what it would compute: not computed yet, one per module
+        of ``hlo_modules``, named as they are (``hloscope.memory.forked``, whose child computed them from the same
+        text). Returns whether they were taken."""
+        if self._memory is not None or [fp.module for fp in footprints] != [m.name for m in self.hlo_modules]:
+            return False
+        self._memory = list(footprints)
+        self._fill_peak_bytes()
+        return True
+
     def _fill_peak_bytes(self) -> None:
         """The modules table's ``peak_bytes`` column from ``memory`` (matched by module name)."""
         by_name = {fp.module: float(fp.total_bytes) for fp in self._memory or ()}
