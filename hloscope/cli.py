@@ -156,7 +156,7 @@ def _report(args: argparse.Namespace, one_shot: bool = False) -> int:
 
         frozen_at_exit()  # (the analysis lives to the end of the process: see main)
     if args.format == "json":
-        _emit(report.to_json(), args.output, end="\n")  # (not joined: a copy of tens of MB)
+        _emit(report._json_pieces() + ["\n"], args.output)  # (not joined: a copy of tens of MB)
     elif args.format == "csv":
         _emit(report.to_csv(), args.output)
     elif args.format == "html":
@@ -175,6 +175,20 @@ def _report(args: argparse.Namespace, one_shot: bool = False) -> int:
         else:
             render(report, args.top, advice=args.advice)
     return EXIT_OK
+
+
+def _write_pieces(stream, pieces: list[str | bytes]) -> None:  # noqa: ANN001 - a text stream
+    """Write each piece to the text ``stream``; bytes (ASCII) to its binary buffer where it has one and newlines
+    are not translated (not encoded again: the bytes of a large report's table are tens of MB)."""
+    buffer = getattr(stream, "buffer", None) if os.linesep == "\n" else None
+    for piece in pieces:
+        if type(piece) is str:
+            stream.write(piece)
+        elif buffer is not None:
+            stream.flush()
+            buffer.write(piece)
+        else:
+            stream.write(piece.decode("ascii"))
 
 
 def _footprints_in_child(path: str, chip: str | None):  # noqa: ANN202 - a FootprintsInChild or None
@@ -297,19 +311,19 @@ def _calibrate(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _emit(text: str, output: str | None, end: str = "") -> None:
-    """Write ``text`` then ``end`` to stdout, or atomically to ``output`` (temp file in the same dir, then
-    ``os.replace``), so an existing report is never left half-written."""
+def _emit(text: str | list[str | bytes], output: str | None) -> None:
+    """Write ``text`` (or its pieces, one after the other: str, or ASCII bytes) to stdout, or atomically to
+    ``output`` (temp file in the same dir, then ``os.replace``), so an existing report is never left
+    half-written."""
+    pieces = text if isinstance(text, list) else [text]
     if output is None:
-        sys.stdout.write(text)
-        sys.stdout.write(end)
+        _write_pieces(sys.stdout, pieces)
         return
     target = Path(output)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent or ".")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.write(end)
+            _write_pieces(f, pieces)
         # mkstemp makes the file private (0600); give it the mode a plain open() would (or the old file's).
         try:
             mode = target.stat().st_mode & 0o777

@@ -41,13 +41,14 @@ def test_leaves_a_disabled_collector_disabled() -> None:
 
 
 def test_does_not_unfreeze_what_the_process_froze(collector_on) -> None:
+    kept = [[i] for i in range(10_000)]  # tracked objects alive throughout: frozen below, and staying frozen
     gc.freeze()
     try:
-        frozen = gc.get_freeze_count()
-        assert frozen > 0
+        assert gc.get_freeze_count() >= len(kept)
         with paused_gc():
             [[i] for i in range(1000)]
-        assert gc.get_freeze_count() == frozen
+        # (an unfreeze would leave none; the count itself may drop by frozen objects freed meanwhile)
+        assert gc.get_freeze_count() >= len(kept)
     finally:
         gc.unfreeze()
 

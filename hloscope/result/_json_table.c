@@ -2,22 +2,22 @@
  * (hloscope.result._json_text._emit_table is the specification and the fallback; tests/report/
  * test_json_table.py holds the two equal).
  *
- * table_text(key_texts, columns, level) -> str | None
+ * table_text(key_texts, columns, level, as_bytes=False) -> str | bytes | None
  *
  * key_texts: per column, its key as JSON text followed by ": " (``encode_basestring_ascii(key) + ": "``);
- * columns: lists of equal length (at least one row), one per key; level: the indentation of the list's
- * brackets. Returns the text of the list of row objects: each row's cells ``key: value`` one per line at
- * ``level + 2``, its braces at ``level + 1``. A value is printed as json's C encoder prints it: exact ``str``
- * (ASCII, escaped as ``encode_basestring_ascii``), exact ``float`` (``float.__repr__``), exact ``int``
- * (``int.__repr__``), True, False, None, and an exact ``list`` of exact ``str`` (one item per line, as
- * ``indent=1``). Any other value, a float that is NaN or infinite (which ``allow_nan=False`` refuses) or a key
- * text that is not ASCII gives None with no error set: the Python path then prints the table, or raises what
- * ``json.dumps`` raises.
+ * columns: one per key, each a list or a float64 buffer (a numpy array: its values, NaN and infinities printed
+ * as null), of equal length (at least one row); level: the indentation of the list's brackets. Returns the text
+ * of the list of row objects: each row's cells ``key: value`` one per line at ``level + 2``, its braces at
+ * ``level + 1``; as ASCII bytes with ``as_bytes`` (for a writer). A value is printed as json's C encoder prints
+ * it: exact ``str`` (ASCII, escaped as ``encode_basestring_ascii``), exact ``float`` (``float.__repr__``), exact
+ * ``int`` (``int.__repr__``), True, False, None, and an exact ``list`` of exact ``str`` (one item per line, as
+ * ``indent=1``). Any other value, a float object that is NaN or infinite (which ``allow_nan=False`` refuses), a
+ * column of another kind or length or a key text that is not ASCII gives None with no error set: the Python
+ * path then prints the table, or raises what ``json.dumps`` raises.
  *
  * Why: the ops table of a large module is 20,000-30,000 rows of 37 cells (22 MB of text for the corpus's
  * llama module); in Python each cell costs a cached lookup and two joins (0.07-0.1 s a report). Here the text
- * of a float or string value is cached by its bits or its object, as the offset of its first printing in the
- * output.
+ * of a float or string value is cached by its bits or its object in a small table of its own.
  *
  * Built as an optional extension (setup.py): without it the Python path runs. */
 
@@ -27,13 +27,26 @@
 #include <stdint.h>
 #include <string.h>
 
-/* The output: an ASCII str object written in place and resized as it grows (a large one is moved by the C
- * library's realloc without a copy), so the text is never copied into a str after. */
+/* The output: an ASCII str (or bytes) object written in place and resized as it grows (a large one is moved by
+ * the C library's realloc without a copy), so the text is never copied into an object after. */
 typedef struct {
-    PyObject *str;
+    PyObject *obj;
+    int bytes; /* a bytes object, else a str */
     char *data;
     Py_ssize_t len, cap;
 } Buffer;
+
+/* ``b->obj`` resized to ``size`` characters; on failure it is released and NULL. */
+static int resize(Buffer *b, Py_ssize_t size) {
+    if (b->bytes) {
+        return _PyBytes_Resize(&b->obj, size); /* (releases it on failure) */
+    }
+    if (PyUnicode_Resize(&b->obj, size) < 0) { /* (leaves it as it was on failure) */
+        Py_CLEAR(b->obj);
+        return -1;
+    }
+    return 0;
+}
 
 static int reserve(Buffer *b, Py_ssize_t more) {
     Py_ssize_t need = b->len + more, cap = b->cap ? b->cap : 4096;
@@ -43,15 +56,15 @@ static int reserve(Buffer *b, Py_ssize_t more) {
     while (cap < need) {
         cap *= 2;
     }
-    if (b->str == NULL) {
-        b->str = PyUnicode_New(cap, 127);
-        if (b->str == NULL) {
+    if (b->obj == NULL) {
+        b->obj = b->bytes ? PyBytes_FromStringAndSize(NULL, cap) : PyUnicode_New(cap, 127);
+        if (b->obj == NULL) {
             return -1;
         }
-    } else if (PyUnicode_Resize(&b->str, cap) < 0) { /* (the str left as it was) */
+    } else if (resize(b, cap) < 0) {
         return -1;
     }
-    b->data = PyUnicode_DATA(b->str);
+    b->data = b->bytes ? PyBytes_AS_STRING(b->obj) : PyUnicode_DATA(b->obj);
     b->cap = cap;
     return 0;
 }
@@ -309,13 +322,16 @@ static int float64_view(PyObject *c, Py_ssize_t nrow, Py_buffer *view) {
 static PyObject *table_text(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     PyObject *keys, *columns, *out = NULL, ***items = NULL;
     Py_ssize_t ncol, nrow = -1, level, row, col, viewed = 0;
-    Buffer b = {NULL, NULL, 0, 0};
+    Buffer b = {NULL, 0, NULL, 0, 0};
     Entry *floats = NULL, *strings = NULL;
     Py_buffer *views = NULL;
     const double **doubles = NULL;
     (void)self;
-    if (nargs != 3 || !PyList_Check(args[0]) || !PyList_Check(args[1]) || !PyLong_Check(args[2])) {
-        PyErr_SetString(PyExc_TypeError, "table_text(key_texts: list, columns: list, level: int)");
+    if (nargs < 3 || nargs > 4 || !PyList_Check(args[0]) || !PyList_Check(args[1]) || !PyLong_Check(args[2])) {
+        PyErr_SetString(PyExc_TypeError, "table_text(key_texts: list, columns: list, level: int, as_bytes=False)");
+        return NULL;
+    }
+    if (nargs == 4 && (b.bytes = PyObject_IsTrue(args[3])) < 0) {
         return NULL;
     }
     keys = args[0];
@@ -397,9 +413,9 @@ static PyObject *table_text(PyObject *self, PyObject *const *args, Py_ssize_t na
     if (put_pad(&b, level) < 0 || put(&b, "]", 1) < 0) {
         goto done;
     }
-    if (PyUnicode_Resize(&b.str, b.len) == 0) {
-        out = b.str;
-        b.str = NULL;
+    if (resize(&b, b.len) == 0) {
+        out = b.obj;
+        b.obj = NULL;
     }
     goto done;
 none:
@@ -412,7 +428,7 @@ done:
     PyMem_Free(views);
     PyMem_Free(doubles);
     PyMem_Free(items);
-    Py_XDECREF(b.str);
+    Py_XDECREF(b.obj);
     PyMem_Free(floats);
     PyMem_Free(strings);
     return out;
@@ -420,7 +436,8 @@ done:
 
 static PyMethodDef methods[] = {
     {"table_text", (PyCFunction)(void (*)(void))table_text, METH_FASTCALL,
-     "table_text(key_texts, columns, level) -> the rows' JSON text (indent=1), or None where Python must print it"},
+     "table_text(key_texts, columns, level, as_bytes=False) -> the rows' JSON text (indent=1), or None where "
+     "Python must print it"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -103,6 +103,21 @@ def dumps_indent1(doc: Any) -> str:
     return "".join(out)
 
 
+def pieces_indent1(doc: Any) -> list[str | bytes]:
+    """``dumps_indent1(doc)`` in pieces, not joined, for a writer that writes them one by one: a table printed by
+    ``_json_table.c`` is ASCII bytes (a large report's table text is tens of MB: joining it, or encoding it to
+    write it, would copy it once more each). Raises as ``dumps_indent1``."""
+    out = _WriterPieces()
+    _emit(doc, 0, out, set())
+    return out
+
+
+class _WriterPieces(list):
+    """The pieces ``pieces_indent1`` gathers: where ``_emit_table`` may put bytes."""
+
+    __slots__ = ()
+
+
 def _encoder(level: int):
     """The C encoder of scalars and flat containers whose items sit at indentation ``level + 1``."""
     enc = _encoders.get(level)
@@ -237,7 +252,8 @@ def _emit_table(keys: list[str], columns: list[Any], level: int, out: list[str],
     (``_json_table.c``, which leaves any value but plain scalars and lists of strings to this path)."""
     table_text = _c_table_text()
     if table_text is not None:
-        text = table_text([encode_basestring_ascii(key) + ": " for key in keys], columns, level)
+        text = table_text([encode_basestring_ascii(key) + ": " for key in keys], columns, level,
+                          type(out) is _WriterPieces)
         if text is not None:
             out.append(text)
             return True

@@ -123,3 +123,30 @@ def test_the_python_path_prints_the_same_tables(monkeypatch):
     monkeypatch.setattr(_json_text, "_c_table_text", lambda: None)
     assert [dumps_indent1(d) for d in docs] == with_c
     assert with_c == [json.dumps({"ops": d["ops"].records(), "n": 1}, indent=1) for d in docs]
+
+
+def test_pieces_join_to_the_text_with_tables_as_bytes(monkeypatch):
+    from hloscope.result._json_text import pieces_indent1
+
+    doc = {"ops": Rows(["a", "b"], [np.array([1.0, math.nan, 2.5]), ["x", "y\n", "z"]], 3), "rest": [1, "é"]}
+    pieces = pieces_indent1(doc)
+    assert any(type(p) is bytes for p in pieces) == (_json_text._c_table_text() is not None)  # (not in pure mode)
+    assert b"".join(p if type(p) is bytes else p.encode() for p in pieces) == dumps_indent1(doc).encode()
+    monkeypatch.setattr(_json_text, "_c_table_text", lambda: None)
+    assert "".join(pieces_indent1(doc)) == dumps_indent1(doc) == json.dumps(
+        {"ops": doc["ops"].records(), "rest": [1, "é"]}, indent=1)
+
+
+def test_the_command_line_writes_what_to_json_prints(tmp_path, capsys):
+    """``hloscope report --format json``: to stdout (a text stream without a binary buffer, here: the bytes are
+    decoded) and to a file (bytes written to its buffer), the text of ``Report.to_json`` and a newline."""
+    import hloscope
+    from hloscope.cli import main
+
+    path = "fixtures/hlo/tpu-v5e_transformer_scan_grad.hlo.txt"
+    expected = hloscope.analyze(path, chip="tpu-v5e").to_json() + "\n"
+    assert main(["report", path, "--chip", "tpu-v5e", "--format", "json"]) == 0
+    assert capsys.readouterr().out == expected
+    out = tmp_path / "r.json"
+    assert main(["report", path, "--chip", "tpu-v5e", "--format", "json", "-o", str(out)]) == 0
+    assert out.read_bytes() == expected.encode()
