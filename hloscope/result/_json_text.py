@@ -13,7 +13,9 @@ encoder (0.42 s for the 29 MB report of mixtral's 28,000 ops). Two faster paths 
   holds a negative zero is printed value by value, as is any other column (lists and dicts -- a cache of the
   lists of strings --, subclasses, mixed numbers), through the general path. Anything raised on the way
   (NaN, a value JSON cannot hold, a circular reference) drops the table to the general path, which raises what
-  ``json.dumps`` raises, in its order; below that point no table is tried again.
+  ``json.dumps`` raises, in its order; below that point no table is tried again. Where the C extension was
+  built, a table is printed by one call of ``_json_table.c`` instead (float columns read from their arrays;
+  ``_emit_table`` is its twin, and prints any table it hands back).
 * The general path: runs of scalar items are encoded by the C encoder with the item separator set to the newline
   and indentation that ``indent=1`` would print at that depth (``json.JSONEncoder(separators=...)``), and only
   the containers are walked in Python. Scalars are printed by the same C code either way (``float.__repr__``,

@@ -195,7 +195,7 @@ class Report(ReportAssertions):
             return dumps_indent1(self._document(tables_as_rows=True))
         return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
 
-    def _json_pieces(self) -> list[str]:
+    def _json_pieces(self) -> list[str | bytes]:
         """``to_json()`` in pieces, for a writer (``hloscope report --format json``; ``_json_text.pieces_indent1``)."""
         from hloscope.result._json_text import pieces_indent1
 
