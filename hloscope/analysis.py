@@ -127,7 +127,7 @@ def analyze(source: Any, *args: Any, chip: str | ChipSpec | None = None, target:
                 report = _static([parse_hlo(source)], _resolve_chip(chip, None))
             else:
                 path = Path(source)
-                if path.is_file() and not path.name.endswith(TRACE_FILE_ENDINGS):
+                if is_hlo_text_file(path):
                     report = _static([parse_hlo(path)], _resolve_chip(chip, None))
                 elif path.is_dir() and any(path.glob("*after_optimizations.txt")):
                     report = _dump_dir(path, module, _resolve_chip(chip, None))
@@ -161,6 +161,12 @@ def analyze(source: Any, *args: Any, chip: str | ChipSpec | None = None, target:
 
 #: Files ``analyze`` reads as a trace; any other file is HLO text.
 TRACE_FILE_ENDINGS = (".xplane.pb", ".xplane.pb.gz", ".trace.json.gz", ".trace.json")
+
+
+def is_hlo_text_file(path: str | os.PathLike[str]) -> bool:
+    """Whether ``analyze`` reads ``path`` as one HLO text file: a file (not a directory) not named as a trace."""
+    path = Path(path)
+    return path.is_file() and not path.name.endswith(TRACE_FILE_ENDINGS)
 
 
 def _many_hosts(path: Path, run: str | None, client: Any, workers: int | None, scheduler: str | None) -> bool:

@@ -133,11 +133,11 @@ def _one_line(err: BaseException) -> str:
 
 
 def _report(args: argparse.Namespace, one_shot: bool = False) -> int:
-    from hloscope.analysis import analyze
+    from hloscope.analysis import analyze, is_hlo_text_file
 
     _require_path(args.path)
     child = None
-    if one_shot and args.format == "json" and _is_hlo_text_file(args.path):
+    if one_shot and args.format == "json" and is_hlo_text_file(args.path):
         child = _footprints_in_child(args.path, args.chip)  # (the JSON holds the memory footprint: other core)
     try:
         report = _with_status(args.path, lambda: analyze(args.path, chip=args.chip, run=args.run, hlo=args.hlo,
@@ -203,13 +203,6 @@ def _footprints_in_child(path: str, chip: str | None):  # noqa: ANN202 - a Footp
     except HloscopeError:
         return None
     return start_footprints(path, spec)
-
-
-def _is_hlo_text_file(path: str) -> bool:
-    """Whether ``analyze`` reads ``path`` as one HLO text file (not a trace file, not a directory)."""
-    from hloscope.analysis import TRACE_FILE_ENDINGS
-
-    return Path(path).is_file() and not Path(path).name.endswith(TRACE_FILE_ENDINGS)
 
 
 def _memory(args: argparse.Namespace) -> int:

@@ -20,6 +20,8 @@ from hloscope.advice._common import SIGNIFICANT_SHARE, Advice, is_scheduled, mod
 from hloscope.units import duration
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from hloscope.result import Report
 
 RULE = "unfused-memory-chain"
@@ -31,7 +33,7 @@ _MOVES = frozenset({"copy", "transpose", "convert", "broadcast", "reshape"})
 _SHOWN = 8
 
 
-def advise(report: Report) -> list[Advice]:
+def advise(report: Report, share: pd.Series | None = None) -> list[Advice]:  # noqa: ARG001 - the rules' signature
     ops = report.ops
     modules = modules_by_name(report)
     scheduled = {name for name, module in modules.items() if is_scheduled(module)}

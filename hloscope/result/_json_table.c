@@ -177,33 +177,49 @@ static int put_string(Buffer *b, PyObject *s) {
     return 0;
 }
 
-/* The text of a value printed before (``cache``, keyed by ``key``) copied, else the value printed by ``print``
- * and its text remembered. */
-static int put_cached(Buffer *b, Entry *cache, uint64_t key, int (*print)(Buffer *, PyObject *), PyObject *v) {
-    Entry *e = slot(cache, key);
+/* Remember the ``n`` characters of ``text`` as the text of ``key`` in its entry (when they fit). */
+static void remember(Entry *e, uint64_t key, const char *text, Py_ssize_t n) {
+    if (n <= TEXT_MAX) {
+        e->key = key;
+        e->len = (int32_t)n;
+        memcpy(e->text, text, (size_t)n);
+    }
+}
+
+/* A str's text (``put_string``) through ``strings``, keyed by its address. */
+static int put_cached_string(Buffer *b, PyObject *s, Entry *strings) {
+    uint64_t key = (uint64_t)(uintptr_t)s;
+    Entry *e = slot(strings, key);
     Py_ssize_t at = b->len;
     if (e->len && e->key == key) {
         return put(b, e->text, e->len);
     }
-    if (print(b, v) < 0) {
+    if (put_string(b, s) < 0) {
         return -1;
     }
-    if (b->len - at <= TEXT_MAX) {
-        e->key = key;
-        e->len = (int32_t)(b->len - at);
-        memcpy(e->text, b->data + at, (size_t)e->len);
-    }
+    remember(e, key, b->data + at, b->len - at);
     return 0;
 }
 
-/* ``float.__repr__`` (finite: checked by the caller). */
-static int put_float(Buffer *b, PyObject *v) {
-    char *text = PyOS_double_to_string(PyFloat_AS_DOUBLE(v), 'r', 0, Py_DTSF_ADD_DOT_0, NULL);
+/* A finite double's ``float.__repr__`` through ``floats``, keyed by its bits (-0.0 apart from 0.0). */
+static int put_double_text(Buffer *b, double x, Entry *floats) {
+    uint64_t bits;
+    Entry *e;
+    char *text;
+    Py_ssize_t n;
     int rc;
+    memcpy(&bits, &x, sizeof bits);
+    e = slot(floats, bits);
+    if (e->len && e->key == bits) {
+        return put(b, e->text, e->len);
+    }
+    text = PyOS_double_to_string(x, 'r', 0, Py_DTSF_ADD_DOT_0, NULL);
     if (text == NULL) {
         return -1;
     }
-    rc = put(b, text, (Py_ssize_t)strlen(text));
+    n = (Py_ssize_t)strlen(text);
+    remember(e, bits, text, n);
+    rc = put(b, text, n);
     PyMem_Free(text);
     return rc;
 }
@@ -217,16 +233,10 @@ static int put_ascii(Buffer *b, PyObject *s) {
 static int put_value(Buffer *b, PyObject *v, Py_ssize_t level, Entry *floats, Entry *strings) {
     PyTypeObject *t = Py_TYPE(v);
     if (t == &PyFloat_Type) {
-        double x = PyFloat_AS_DOUBLE(v);
-        uint64_t bits;
-        if (!isfinite(x)) {
-            return 1;
-        }
-        memcpy(&bits, &x, sizeof bits);
-        return put_cached(b, floats, bits, put_float, v);
+        return isfinite(PyFloat_AS_DOUBLE(v)) ? put_double_text(b, PyFloat_AS_DOUBLE(v), floats) : 1;
     }
     if (t == &PyUnicode_Type) {
-        return put_cached(b, strings, (uint64_t)(uintptr_t)v, put_string, v);
+        return put_cached_string(b, v, strings);
     }
     if (v == Py_None) {
         return put(b, "null", 4);
@@ -262,8 +272,7 @@ static int put_value(Buffer *b, PyObject *v, Py_ssize_t level, Entry *floats, En
         }
         for (i = 0; i < n; i++) {
             if ((i && put(b, ",", 1) < 0) || put_pad(b, level + 1) < 0
-                    || put_cached(b, strings, (uint64_t)(uintptr_t)PyList_GET_ITEM(v, i), put_string,
-                                  PyList_GET_ITEM(v, i)) < 0) {
+                    || put_cached_string(b, PyList_GET_ITEM(v, i), strings) < 0) {
                 return -1;
             }
         }
@@ -277,31 +286,7 @@ static int put_value(Buffer *b, PyObject *v, Py_ssize_t level, Entry *floats, En
 
 /* A float of a float64 column: its text, or null where it is NaN or infinite (``_json_text.listed``). */
 static int put_double(Buffer *b, double x, Entry *floats) {
-    uint64_t bits;
-    Entry *e;
-    char *text;
-    Py_ssize_t n;
-    if (!isfinite(x)) {
-        return put(b, "null", 4);
-    }
-    memcpy(&bits, &x, sizeof bits);
-    e = slot(floats, bits);
-    if (e->len && e->key == bits) {
-        return put(b, e->text, e->len);
-    }
-    text = PyOS_double_to_string(x, 'r', 0, Py_DTSF_ADD_DOT_0, NULL);
-    if (text == NULL) {
-        return -1;
-    }
-    n = (Py_ssize_t)strlen(text);
-    if (n <= TEXT_MAX) {
-        e->key = bits;
-        e->len = (int32_t)n;
-        memcpy(e->text, text, (size_t)n);
-    }
-    n = put(b, text, n);
-    PyMem_Free(text);
-    return (int)n;
+    return isfinite(x) ? put_double_text(b, x, floats) : put(b, "null", 4);
 }
 
 /* Whether ``c`` is a one-dimensional C-contiguous buffer of ``nrow`` doubles (a float64 numpy array); its view
@@ -321,7 +306,7 @@ static int float64_view(PyObject *c, Py_ssize_t nrow, Py_buffer *view) {
 
 static PyObject *table_text(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     PyObject *keys, *columns, *out = NULL, ***items = NULL;
-    Py_ssize_t ncol, nrow = -1, level, row, col, viewed = 0;
+    Py_ssize_t ncol, nrow, level, row, col, viewed = 0;
     Buffer b = {NULL, 0, NULL, 0, 0};
     Entry *floats = NULL, *strings = NULL;
     Py_buffer *views = NULL;
@@ -344,19 +329,10 @@ static PyObject *table_text(PyObject *self, PyObject *const *args, Py_ssize_t na
     if (ncol == 0 || PyList_GET_SIZE(columns) != ncol || level < 0) {
         Py_RETURN_NONE;
     }
-    for (col = 0; col < ncol; col++) { /* (the rows: the first list's length, else the first column's) */
-        PyObject *c = PyList_GET_ITEM(columns, col);
-        if (PyList_CheckExact(c)) {
-            nrow = PyList_GET_SIZE(c);
-            break;
-        }
-    }
+    nrow = PyObject_Length(PyList_GET_ITEM(columns, 0)); /* (every column is checked to have as many below) */
     if (nrow < 0) {
-        nrow = PyObject_Length(PyList_GET_ITEM(columns, 0));
-        if (nrow < 0) {
-            PyErr_Clear();
-            Py_RETURN_NONE;
-        }
+        PyErr_Clear();
+        Py_RETURN_NONE;
     }
     items = PyMem_Calloc((size_t)ncol, sizeof(PyObject **));
     doubles = PyMem_Calloc((size_t)ncol, sizeof(double *));
