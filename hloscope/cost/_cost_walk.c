@@ -299,17 +299,23 @@ done:
     return out;
 }
 
-/* table_columns(rows, timings, keep_all) -> (rows, insts, costs, counts, flops, transcendentals, reads, writes,
- *                                            comms, work, hbm, timings)
+/* table_columns(rows, timings, keep_all) -> (rows, insts, costs, numbers, timings)
  *
- * The rows the ops table keeps (hloscope.roofline.tables._module_columns) and their fields as lists: every row
- * with keep_all, else a row whose cost has flags, or whose timing (timings: a list beside rows, or None) is not
- * None, or for which flops + transcendentals + bytes_read + bytes_written + comm_bytes != 0 (Python's
- * arithmetic, left to right). work = flops + transcendentals and hbm = bytes_read + bytes_written, added as
- * Python adds them. The kept timings (None without). _table_columns in tables.py is the specification. */
+ * The rows the ops table keeps (hloscope.roofline.tables._module_columns) and their fields: every row with
+ * keep_all, else a row whose cost has flags, or whose timing (timings: a list beside rows, or None) is not None,
+ * or for which flops + transcendentals + bytes_read + bytes_written + comm_bytes != 0 (Python's arithmetic, left
+ * to right). rows, insts and costs are lists; numbers is a bytes object of TABLE_NUMBERS columns of native
+ * doubles, one after the other, each with one value per kept row: count, flops, transcendentals, bytes_read,
+ * bytes_written, comm_bytes, work = flops + transcendentals and hbm = bytes_read + bytes_written (added as Python
+ * adds them, then converted), each as float() converts it (PyFloat_AsDouble: an int by PyLong_AsDouble; one too
+ * large raises OverflowError), and 1.0 where the cost has no flags, else 0.0. The kept timings (None without).
+ * _table_columns in tables.py is the specification. */
+#define TABLE_NUMBERS 9
+
 static PyObject *table_columns(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    PyObject *rows, *timings, *zero = NULL, *lists[12] = {NULL}, *out = NULL;
-    Py_ssize_t n, i;
+    PyObject *rows, *timings, *zero = NULL, *lists[4] = {NULL}, *out = NULL, *numbers = NULL;
+    double *columns = NULL;
+    Py_ssize_t n, i, kept = 0;
     int keep_all, k;
     (void)self;
     if (nargs != 3 || !PyList_Check(args[0]) || !(args[1] == Py_None || PyList_Check(args[1]))) {
@@ -331,14 +337,19 @@ static PyObject *table_columns(PyObject *self, PyObject *const *args, Py_ssize_t
     if (zero == NULL) {
         return NULL;
     }
-    for (k = 0; k < 12; k++) {
+    columns = PyMem_Malloc(sizeof(double) * TABLE_NUMBERS * (size_t)(n > 0 ? n : 1));
+    if (columns == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (k = 0; k < 4; k++) {
         if ((lists[k] = PyList_New(0)) == NULL) {
             goto done;
         }
     }
     for (i = 0; i < n; i++) {
-        PyObject *row = PyList_GET_ITEM(rows, i), *cost, *work, *hbm, *sum;
-        int keep;
+        PyObject *row = PyList_GET_ITEM(rows, i), *cost, *work, *hbm, *sum, *values[8];
+        int keep, flagged;
         cost = row_cost(row);
         if (cost == NULL) {
             goto done;
@@ -347,10 +358,12 @@ static PyObject *table_columns(PyObject *self, PyObject *const *args, Py_ssize_t
         if (work == NULL) {
             goto done;
         }
-        keep = keep_all;
-        if (!keep) {
-            keep = PyObject_IsTrue(PyTuple_GET_ITEM(cost, COST_FLAGS));
+        flagged = PyObject_IsTrue(PyTuple_GET_ITEM(cost, COST_FLAGS));
+        if (flagged < 0) {
+            Py_DECREF(work);
+            goto done;
         }
+        keep = keep_all || flagged;
         if (keep == 0 && PyList_Check(timings)) {
             keep = PyList_GET_ITEM(timings, i) != Py_None;
         }
@@ -376,35 +389,50 @@ static PyObject *table_columns(PyObject *self, PyObject *const *args, Py_ssize_t
         hbm = PyNumber_Add(PyTuple_GET_ITEM(cost, 2), PyTuple_GET_ITEM(cost, 3));
         if (hbm == NULL || PyList_Append(lists[0], row) < 0
             || PyList_Append(lists[1], PyTuple_GET_ITEM(row, ROW_INSTRUCTION)) < 0
-            || PyList_Append(lists[2], cost) < 0 || PyList_Append(lists[3], PyTuple_GET_ITEM(row, ROW_COUNT)) < 0
-            || PyList_Append(lists[4], PyTuple_GET_ITEM(cost, 0)) < 0
-            || PyList_Append(lists[5], PyTuple_GET_ITEM(cost, 1)) < 0
-            || PyList_Append(lists[6], PyTuple_GET_ITEM(cost, 2)) < 0
-            || PyList_Append(lists[7], PyTuple_GET_ITEM(cost, 3)) < 0
-            || PyList_Append(lists[8], PyTuple_GET_ITEM(cost, 4)) < 0 || PyList_Append(lists[9], work) < 0
-            || PyList_Append(lists[10], hbm) < 0
-            || (PyList_Check(timings) && PyList_Append(lists[11], PyList_GET_ITEM(timings, i)) < 0)) {
+            || PyList_Append(lists[2], cost) < 0
+            || (PyList_Check(timings) && PyList_Append(lists[3], PyList_GET_ITEM(timings, i)) < 0)) {
             Py_DECREF(work);
             Py_XDECREF(hbm);
             goto done;
         }
+        values[0] = PyTuple_GET_ITEM(row, ROW_COUNT);
+        for (k = 0; k < COST_FIELDS; k++) {
+            values[1 + k] = PyTuple_GET_ITEM(cost, k);
+        }
+        values[6] = work;
+        values[7] = hbm;
+        for (k = 0; k < 8; k++) {
+            double v = PyFloat_AsDouble(values[k]);
+            if (v == -1.0 && PyErr_Occurred()) {
+                Py_DECREF(work);
+                Py_DECREF(hbm);
+                goto done;
+            }
+            columns[(Py_ssize_t)k * n + kept] = v;
+        }
+        columns[(Py_ssize_t)8 * n + kept] = flagged ? 0.0 : 1.0;
+        kept++;
         Py_DECREF(work);
         Py_DECREF(hbm);
     }
+    numbers = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)sizeof(double) * TABLE_NUMBERS * kept);
+    if (numbers == NULL) {
+        goto done;
+    }
+    for (k = 0; k < TABLE_NUMBERS; k++) {
+        memcpy(PyBytes_AS_STRING(numbers) + sizeof(double) * (size_t)(k * kept), columns + (Py_ssize_t)k * n,
+               sizeof(double) * (size_t)kept);
+    }
     if (!PyList_Check(timings)) {
         Py_INCREF(Py_None);
-        Py_SETREF(lists[11], Py_None);
+        Py_SETREF(lists[3], Py_None);
     }
-    out = PyTuple_New(12);
-    if (out != NULL) {
-        for (k = 0; k < 12; k++) {
-            PyTuple_SET_ITEM(out, k, lists[k]);
-            lists[k] = NULL;
-        }
-    }
+    out = Py_BuildValue("(OOOOO)", lists[0], lists[1], lists[2], numbers, lists[3]);
 done:
     Py_DECREF(zero);
-    for (k = 0; k < 12; k++) {
+    PyMem_Free(columns);
+    Py_XDECREF(numbers);
+    for (k = 0; k < 4; k++) {
         Py_XDECREF(lists[k]);
     }
     return out;
@@ -419,8 +447,8 @@ static PyMethodDef methods[] = {
      "cost_totals(rows) -> (totals, known_totals, kinds, group, flags) | None\n\n"
      "What hloscope.cost.module.summed needs of a list of CostRows, in one pass (None: a count not a float)."},
     {"table_columns", (PyCFunction)(void (*)(void))table_columns, METH_FASTCALL,
-     "table_columns(rows, timings, keep_all) -> (rows, insts, costs, counts, flops, transcendentals, reads,\n"
-     "writes, comms, work, hbm, timings)\n\nThe CostRows the ops table keeps and their fields as lists."},
+     "table_columns(rows, timings, keep_all) -> (rows, insts, costs, numbers, timings)\n\n"
+     "The CostRows the ops table keeps, and their numbers as columns of doubles (bytes)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -212,18 +212,11 @@ ALWAYS_INLINE int scan(int kind, const void *data, Py_ssize_t n, int kkind, cons
     return (counts[0] || counts[1] || counts[2]) ? 2 : 1;
 }
 
-static PyObject *attribute_value(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    PyObject *text, *key, *value;
+/* The value of key in text (new reference; NULL on error), its status in *status. */
+static PyObject *read_value(PyObject *text, PyObject *key, int *status_out) {
     Py_ssize_t n, klen, a, b;
     int kind, kkind, status;
     const void *data, *kdata;
-    (void)self;
-    if (nargs != 2 || !PyUnicode_Check(args[0]) || !PyUnicode_Check(args[1])) {
-        PyErr_SetString(PyExc_TypeError, "attribute_value(text: str, key: str)");
-        return NULL;
-    }
-    text = args[0];
-    key = args[1];
     n = PyUnicode_GET_LENGTH(text);
     kind = PyUnicode_KIND(text);
     data = PyUnicode_DATA(text);
@@ -236,7 +229,19 @@ static PyObject *attribute_value(PyObject *self, PyObject *const *args, Py_ssize
     } else {
         status = scan(kind, data, n, kkind, kdata, klen, &a, &b);
     }
-    value = PyUnicode_Substring(text, a, b);
+    *status_out = status;
+    return PyUnicode_Substring(text, a, b);
+}
+
+static PyObject *attribute_value(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    PyObject *value;
+    int status;
+    (void)self;
+    if (nargs != 2 || !PyUnicode_Check(args[0]) || !PyUnicode_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "attribute_value(text: str, key: str)");
+        return NULL;
+    }
+    value = read_value(args[0], args[1], &status);
     if (value == NULL) {
         return NULL;
     }
@@ -322,16 +327,11 @@ ALWAYS_INLINE void metadata_scan(int kind, const void *data, Py_ssize_t n, Py_ss
     }
 }
 
-static PyObject *metadata_fields(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    PyObject *text, *out;
+/* The tuple of py_metadata_fields(text) (new reference). */
+static PyObject *fields_of(PyObject *text) {
+    PyObject *out;
     Py_ssize_t starts[N_METADATA_KEYS], ends[N_METADATA_KEYS];
     int k, kind;
-    (void)self;
-    if (nargs != 1 || !PyUnicode_Check(args[0])) {
-        PyErr_SetString(PyExc_TypeError, "metadata_fields(value: str)");
-        return NULL;
-    }
-    text = args[0];
     for (k = 0; k < N_METADATA_KEYS; k++) {
         starts[k] = ends[k] = 0;
     }
@@ -356,11 +356,270 @@ static PyObject *metadata_fields(PyObject *self, PyObject *const *args, Py_ssize
     return out;
 }
 
+static PyObject *metadata_fields(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 1 || !PyUnicode_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "metadata_fields(value: str)");
+        return NULL;
+    }
+    return fields_of(args[0]);
+}
+
+/* A quoted field without its quotes (what r.unquote gives when the body holds no backslash), an unquoted one as
+ * it is (new references); NULL without an error when the body holds a backslash (the caller's make() reads it). */
+static PyObject *plain_text(PyObject *field) {
+    Py_ssize_t n = PyUnicode_GET_LENGTH(field);
+    if (n == 0 || PyUnicode_READ_CHAR(field, 0) != '"') {
+        Py_INCREF(field);
+        return field;
+    }
+    if (PyUnicode_FindChar(field, '\\', 0, n, 1) >= 0) {
+        return NULL;
+    }
+    return PyUnicode_Substring(field, 1, n - 1 > 1 ? n - 1 : 1);
+}
+
+/* int(field) for "" (0) or up to 18 ASCII digits; -1 for any other text (the caller's make() reads it). */
+static long long plain_int(PyObject *field) {
+    Py_ssize_t n = PyUnicode_GET_LENGTH(field), i;
+    long long v = 0;
+    if (n > 18) {
+        return -1;
+    }
+    for (i = 0; i < n; i++) {
+        Py_UCS4 c = PyUnicode_READ_CHAR(field, i);
+        if (c < '0' || c > '9') {
+            return -1;
+        }
+        v = v * 10 + (c - '0');
+    }
+    return v;
+}
+
+/* The Metadata of a metadata value (new reference), as Decoder._metadata makes it; make(value) where a field
+ * is not plain (an escape in a string, a number not plain digits). Kept in by_value. */
+static PyObject *metadata_of_value(PyObject *value, PyObject *by_value, PyObject *frames, PyTypeObject *type,
+                                   PyObject *make) {
+    PyObject *fields, *texts[3] = {NULL}, *md = NULL, *file = NULL, *line_obj = NULL, *frame_obj = NULL;
+    long long line, frame;
+    int k;
+    fields = fields_of(value);
+    if (fields == NULL) {
+        return NULL;
+    }
+    line = plain_int(PyTuple_GET_ITEM(fields, 3));
+    frame = plain_int(PyTuple_GET_ITEM(fields, 4));
+    for (k = 0; k < 3 && line >= 0 && frame >= 0; k++) {
+        texts[k] = plain_text(PyTuple_GET_ITEM(fields, k));
+        if (texts[k] == NULL) {
+            if (PyErr_Occurred()) {
+                goto done;
+            }
+            break;
+        }
+    }
+    if (k < 3) { /* not plain: Decoder._metadata reads it (and keeps it) */
+        md = PyObject_CallOneArg(make, value);
+        goto done;
+    }
+    file = texts[2];
+    Py_INCREF(file);
+    line_obj = PyLong_FromLongLong(line);
+    frame_obj = PyLong_FromLongLong(frame);
+    if (line_obj == NULL || frame_obj == NULL) {
+        goto done;
+    }
+    if (PyUnicode_GET_LENGTH(file) == 0 && frame != 0) { /* resolved through the module's StackFrames */
+        PyObject *resolved = PyDict_GetItemWithError(frames, frame_obj);
+        if (resolved == NULL && PyErr_Occurred()) {
+            goto done;
+        }
+        if (resolved != NULL) {
+            PyObject *f = PyObject_GetAttrString(resolved, "file_name"), *l;
+            if (f == NULL) {
+                goto done;
+            }
+            l = PyObject_GetAttrString(resolved, "line");
+            if (l == NULL) {
+                Py_DECREF(f);
+                goto done;
+            }
+            Py_SETREF(file, f);
+            Py_SETREF(line_obj, l);
+        }
+    }
+    md = type->tp_alloc(type, 6); /* (as tuple.__new__(Metadata, ...) makes the named tuple) */
+    if (md == NULL) {
+        goto done;
+    }
+    Py_INCREF(texts[0]);
+    PyTuple_SET_ITEM(md, 0, texts[0]);
+    Py_INCREF(texts[1]);
+    PyTuple_SET_ITEM(md, 1, texts[1]);
+    PyTuple_SET_ITEM(md, 2, file);
+    file = NULL;
+    PyTuple_SET_ITEM(md, 3, line_obj);
+    line_obj = NULL;
+    PyTuple_SET_ITEM(md, 4, frame_obj);
+    frame_obj = NULL;
+    Py_INCREF(value);
+    PyTuple_SET_ITEM(md, 5, value);
+    if (PyDict_SetItem(by_value, value, md) < 0) {
+        Py_CLEAR(md);
+    }
+done:
+    Py_DECREF(fields);
+    for (k = 0; k < 3; k++) {
+        Py_XDECREF(texts[k]);
+    }
+    Py_XDECREF(file);
+    Py_XDECREF(line_obj);
+    Py_XDECREF(frame_obj);
+    return md;
+}
+
+/* metadata_column(insts, by_text, by_value, frames, metadata_type, make, unread) -> list
+ *
+ * Decoder.metadata_column's reading, one pass over the instructions: an empty attribute text has no metadata
+ * (None); an instruction already decoded (its _decoded not None) gets unread (the caller asks the property); a
+ * text in by_text gets what it holds; any other text is read as Decoder.metadata_of reads it (attribute_value of
+ * "metadata": unknown -> unread; known and absent -> None; known if read -> by_value's, else unread; known ->
+ * by_value's, else made as Decoder._metadata makes it, make(value) where a field is not plain) and, where known,
+ * kept in by_text. tests/parsers/test_metadata_column.py holds it equal to the Python loop. */
+static PyObject *metadata_column(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    PyObject *insts, *by_text, *by_value, *frames, *make, *unread, *out, *key = NULL, *s_text = NULL,
+             *s_decoded = NULL;
+    PyTypeObject *type;
+    Py_ssize_t n, i;
+    (void)self;
+    if (nargs != 7 || !PyList_Check(args[0]) || !PyDict_Check(args[1]) || !PyDict_Check(args[2])
+        || !PyDict_Check(args[3]) || !PyType_Check(args[4])
+        || !PyType_IsSubtype((PyTypeObject *)args[4], &PyTuple_Type)) {
+        PyErr_SetString(PyExc_TypeError, "metadata_column(insts: list, by_text: dict, by_value: dict, frames: dict, "
+                                         "metadata_type: type[tuple], make, unread)");
+        return NULL;
+    }
+    insts = args[0];
+    by_text = args[1];
+    by_value = args[2];
+    frames = args[3];
+    type = (PyTypeObject *)args[4];
+    make = args[5];
+    unread = args[6];
+    n = PyList_GET_SIZE(insts);
+    out = PyList_New(n);
+    if (out == NULL) {
+        return NULL;
+    }
+    key = PyUnicode_InternFromString("metadata");
+    s_text = PyUnicode_InternFromString("attribute_text");
+    s_decoded = PyUnicode_InternFromString("_decoded");
+    if (key == NULL || s_text == NULL || s_decoded == NULL) {
+        goto fail;
+    }
+    for (i = 0; i < n; i++) {
+        PyObject *inst = PyList_GET_ITEM(insts, i), *text, *decoded, *md, *value;
+        int status;
+        text = PyObject_GetAttr(inst, s_text);
+        if (text == NULL) {
+            goto fail;
+        }
+        if (!PyUnicode_Check(text)) {
+            Py_DECREF(text);
+            Py_INCREF(unread);
+            PyList_SET_ITEM(out, i, unread);
+            continue;
+        }
+        if (PyUnicode_GET_LENGTH(text) == 0) {
+            Py_DECREF(text);
+            Py_INCREF(Py_None);
+            PyList_SET_ITEM(out, i, Py_None);
+            continue;
+        }
+        decoded = PyObject_GetAttr(inst, s_decoded);
+        if (decoded == NULL) {
+            Py_DECREF(text);
+            goto fail;
+        }
+        Py_DECREF(decoded); /* (compared by identity only) */
+        if (decoded != Py_None) {
+            Py_DECREF(text);
+            Py_INCREF(unread);
+            PyList_SET_ITEM(out, i, unread);
+            continue;
+        }
+        md = PyDict_GetItemWithError(by_text, text);
+        if (md != NULL) {
+            Py_DECREF(text);
+            Py_INCREF(md);
+            PyList_SET_ITEM(out, i, md);
+            continue;
+        }
+        if (PyErr_Occurred()) {
+            Py_DECREF(text);
+            goto fail;
+        }
+        value = read_value(text, key, &status);
+        if (value == NULL) {
+            Py_DECREF(text);
+            goto fail;
+        }
+        md = NULL;
+        if (status == 1 && PyUnicode_GET_LENGTH(value) == 0) {
+            md = Py_None;
+            Py_INCREF(md);
+        } else if (status == 1 || status == 2) {
+            md = PyDict_GetItemWithError(by_value, value);
+            if (md != NULL) {
+                Py_INCREF(md);
+            } else if (PyErr_Occurred()) {
+                Py_DECREF(value);
+                Py_DECREF(text);
+                goto fail;
+            } else if (status == 1) {
+                md = metadata_of_value(value, by_value, frames, type, make);
+                if (md == NULL) {
+                    Py_DECREF(value);
+                    Py_DECREF(text);
+                    goto fail;
+                }
+            }
+        }
+        Py_DECREF(value);
+        if (md == NULL) { /* only a full decode can tell */
+            Py_DECREF(text);
+            Py_INCREF(unread);
+            PyList_SET_ITEM(out, i, unread);
+            continue;
+        }
+        if (PyDict_SetItem(by_text, text, md) < 0) {
+            Py_DECREF(md);
+            Py_DECREF(text);
+            goto fail;
+        }
+        Py_DECREF(text);
+        PyList_SET_ITEM(out, i, md);
+    }
+    Py_DECREF(key);
+    Py_DECREF(s_text);
+    Py_DECREF(s_decoded);
+    return out;
+fail:
+    Py_XDECREF(key);
+    Py_XDECREF(s_text);
+    Py_XDECREF(s_decoded);
+    Py_DECREF(out);
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
     {"attribute_value", (PyCFunction)(void (*)(void))attribute_value, METH_FASTCALL,
      "attribute_value(text, key) -> (status, value): see hloscope.parsers._attribute_value.py_attribute_value."},
     {"metadata_fields", (PyCFunction)(void (*)(void))metadata_fields, METH_FASTCALL,
      "metadata_fields(value) -> 5 field texts: see hloscope.parsers._attribute_value.py_metadata_fields."},
+    {"metadata_column", (PyCFunction)(void (*)(void))metadata_column, METH_FASTCALL,
+     "metadata_column(insts, by_text, by_value, frames, metadata_type, make, unread) -> list: see\n"
+     "hloscope.parsers._hlo_decode.Decoder.metadata_column."},
     {NULL, NULL, 0, NULL},
 };
 

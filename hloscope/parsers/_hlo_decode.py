@@ -8,10 +8,13 @@ into the frames a ``metadata={stack_frame_id=N}`` resolves to.
 
 from __future__ import annotations
 
+from itertools import compress, count, repeat
+from operator import attrgetter, is_
 from typing import Any
 
 from hloscope.hlo import CALLED_COMPUTATION_ROLES, DecodedAttributes, HloInstruction, Metadata, StackFrame
 from hloscope.parsers import _hlo_re as r
+from hloscope._compiled import PURE_PYTHON, compiled
 from hloscope.parsers._attribute_value import KNOWN, KNOWN_IF_READ, metadata_fields
 from hloscope.parsers._attribute_value import attribute_value as read_attribute_value
 from hloscope.parsers._errors import HloParseError
@@ -19,6 +22,13 @@ from hloscope.parsers._hlo_attrs import ATTRIBUTE_PARSERS, LIST_CALL_KEYS
 from hloscope.parsers._hlo_lexer import ParserBase, split_attributes
 
 
+_ATTRIBUTE_TEXT = attrgetter("attribute_text")
+#: The decoder the parser gave an instruction (``HloInstruction(decoder=...)``).
+_DECODER = attrgetter("_decoder")
+#: ``metadata_column``'s mark of a row not read yet.
+_UNREAD = object()
+#: ``Decoder.py_metadata_column``'s reading in C, or None when the extension was not built.
+c_metadata_column = compiled("hloscope.parsers._attribute_scan", "metadata_column")
 #: Keys ``decode`` does not file under ``attributes``.
 _NOT_ATTRIBUTES = frozenset({"metadata", "backend_config", "frontend_attributes", "sharding",
                              *CALLED_COMPUTATION_ROLES, *LIST_CALL_KEYS})
@@ -102,6 +112,41 @@ class Decoder(ParserBase):
         self.metadata_by_text[text] = md
         return md
 
+    def metadata_column(self, insts: list[HloInstruction]) -> list[Metadata | None]:
+        """``[inst.metadata for inst in insts]`` for instructions this decoder decodes (``metadata_column``): one
+        pass reads each row as ``metadata_of`` would, each distinct text once (kept in ``metadata_by_text``; an
+        empty text has no metadata), in C where the extension was built (``_attribute_scan.metadata_column``;
+        ``py_metadata_column`` is its specification), and the rows it leaves (a text only a full decode can
+        read, an instruction already decoded, as one decoded when parsed, whose text is the placeholder
+        ``<decoded>``) go through the property."""
+        column = c_metadata_column
+        if column is None or PURE_PYTHON:
+            out = self.py_metadata_column(insts)
+        else:
+            out = column(insts, self.metadata_by_text, self.metadata, self.frames, Metadata, self._metadata, _UNREAD)
+        for k in list(compress(count(), map(is_, out, repeat(_UNREAD)))):
+            out[k] = insts[k].metadata
+        return out
+
+    def py_metadata_column(self, insts: list[HloInstruction]) -> list:
+        """What ``metadata_column`` reads of each row before the property: None for an empty text, ``_UNREAD`` for
+        an instruction already decoded, else what ``metadata_by_text`` holds or ``metadata_of`` reads
+        (``_UNREAD`` where that cannot tell)."""
+        by_text = self.metadata_by_text
+        out: list = []
+        for inst in insts:
+            text = inst.attribute_text
+            if not text:
+                out.append(None)
+            elif inst._decoded is not None:
+                out.append(_UNREAD)
+            else:
+                md = by_text.get(text, _UNREAD)
+                if md is _UNREAD:
+                    md = self.metadata_of(inst)
+                out.append(_UNREAD if md is False else md)
+        return out
+
     def _decoded(self, pairs: list[tuple[str, str]], name: str, pos: int, line: int = 0) -> DecodedAttributes:
         """Decode ``pairs``; ``pos`` is the instruction's offset, or -1 to look it up from ``line`` for an
         error message."""
@@ -158,6 +203,17 @@ class Decoder(ParserBase):
                       source_file, source_line, frame, value)
         self.metadata[value] = md
         return md
+
+
+def metadata_column(insts: list[HloInstruction]) -> list[Metadata | None]:
+    """``[inst.metadata for inst in insts]``: in bulk (``Decoder.metadata_column``: each distinct attribute text
+    read once; the ops table reads every row's, issue #16) where the instructions were all parsed by one
+    ``Decoder``, else one by one. The same objects as the properties give, in order."""
+    decoders = set(map(_DECODER, insts))
+    decoder = decoders.pop() if len(decoders) == 1 else None
+    if isinstance(decoder, Decoder):
+        return decoder.metadata_column(insts)
+    return [inst.metadata for inst in insts]
 
 
 def resolve_stack_frames(tables: dict[str, dict[int, str]]) -> dict[int, StackFrame]:

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from hloscope.cost import OpCost
-    from hloscope.hlo import HloInstruction, HloModule
+    from hloscope.hlo import HloInstruction, HloModule, Shape
     from hloscope.roofline.chips import ChipSpec
 
 
@@ -115,7 +115,16 @@ def op_dtype(inst: HloInstruction, module: HloModule, operand_types: list[str] |
     found = matmul_dtype(inst, module)
     if found is not None:
         return found
-    leaves = [s.element_type for s in inst.shape.leaves() if s.is_array]
+    return result_dtype(inst.shape)
+
+
+def result_dtype(shape: Shape) -> str:
+    """The peak-table dtype of an instruction without a matmul: its result's element type (Notes, step 1); of a
+    tuple, the first leaf's that the chip tables know, an ``int32`` leaf only when it is the only one (an index
+    beside the data); ``f32`` when none is known."""
+    from hloscope.roofline.chips import canonical_dtype
+
+    leaves = [s.element_type for s in shape.leaves() if s.is_array]
     for t in leaves:
         try:
             cls = canonical_dtype(t)

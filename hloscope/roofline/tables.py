@@ -10,7 +10,9 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from functools import cache
-from operator import add, attrgetter, itemgetter
+from array import array
+from itertools import compress
+from operator import add, attrgetter
 from typing import TYPE_CHECKING, Mapping
 
 from hloscope._compiled import PURE_PYTHON, compiled
@@ -216,14 +218,11 @@ _TRANSCENDENTALS = attrgetter("transcendentals")
 _READ = attrgetter("bytes_read")
 _WRITTEN = attrgetter("bytes_written")
 _COMM = attrgetter("comm_bytes")
-_FLAGS = attrgetter("flags")
 _COMPUTATION = attrgetter("computation")
 _NAME = attrgetter("name")
 _OPCODE = attrgetter("opcode")
 _COMM_KIND = attrgetter("comm_kind")
 _GROUP_SIZE = attrgetter("group_size")
-_FIRST = itemgetter(0)
-_SECOND = itemgetter(1)
 
 
 def _measured_columns(frame: dict, step_s: Mapping[str, float] | None, joined: int) -> None:
@@ -252,6 +251,7 @@ def _module_columns(mc: ModuleCost, chip: ChipSpec, per_chip: int, measured: Map
     """The ``_BUILT_COLUMNS`` of one module's rows (lists or float arrays)."""
     import numpy as np
 
+    from hloscope.parsers import metadata_column
     from hloscope.roofline.score import score
 
     module = mc.module
@@ -259,23 +259,23 @@ def _module_columns(mc: ModuleCost, chip: ChipSpec, per_chip: int, measured: Map
     within_chip = per_chip > 1 and module.replica_count * module.num_partitions <= per_chip
     rows = mc.rows if type(mc.rows) is list else list(mc.rows)
     timings = [measured.get((mname, r.instruction.name)) for r in rows] if measured else None
-    rows, insts, costs, counts, flops, trans, reads, writes, comms, work, hbm, timings = (
+    rows, insts, costs, numbers, timings = (
         _table_columns if PURE_PYTHON else c_table_columns() or _table_columns)(rows, timings, all_rows)
     count = len(rows)
-    n = np.fromiter(counts, float, count)
-    work_f = np.fromiter(work, float, count)
-    hbm_f = np.fromiter(hbm, float, count)
-    flops_f = np.fromiter(flops, float, count)
-    trans_f = np.fromiter(trans, float, count)
-    comms_f = np.fromiter(comms, float, count)
-    scorer = _RowLookups(module)
-    dtypes = [scorer.dtype(i, r.computation) for i, r in zip(insts, rows)]
+    n, flops_f, trans_f, reads_f, writes_f, comms_f, work_f, hbm_f, plain = (
+        np.frombuffer(numbers, float).reshape(_NUMBERS, count))
+    opcodes = list(map(_OPCODE, insts))
+    shapes = list(map(_SHAPE, insts))
+    shape_ids = list(map(id, shapes))
+    lookups = _RowLookups(module, insts, rows, opcodes, shapes, shape_ids)
+    dtypes = lookups.dtypes()
     peaks = {d: chip.peak_flops_for(d) for d in set(dtypes)}
-    peak = np.fromiter((peaks[d][0] for d in dtypes), float, count)
+    peak_of = {d: p[0] for d, p in peaks.items()}
+    peak = np.fromiter(map(peak_of.__getitem__, dtypes), float, count)
     # Rows numpy scores: no cost flag (precision passes, caveats), no wire bytes (link choice), and inputs
     # whose Python arithmetic the float columns reproduce exactly (finite, below 2**53; not negative, where
     # score()'s max with the 0.0 comm time would differ from the max of two).
-    simple = ((np.fromiter(map(_not_any, map(_FLAGS, costs)), bool, count))
+    simple = ((plain == 1.0)
               & (comms_f == 0)
               & (work_f >= 0) & (hbm_f >= 0) & (work_f < _EXACT_INT) & (hbm_f < _EXACT_INT)
               & (np.abs(flops_f) < _EXACT_INT) & (np.abs(trans_f) < _EXACT_INT))
@@ -285,9 +285,10 @@ def _module_columns(mc: ModuleCost, chip: ChipSpec, per_chip: int, measured: Map
     roofline_s = np.maximum(compute_s, memory_s)
     with np.errstate(divide="ignore", invalid="ignore"):
         intensity = np.where(hbm_f != 0, work_f / hbm_f, np.where(work_f != 0, math.inf, 0.0))
-    critical = np.fromiter((peaks[d][0] / chip.hbm_bytes_per_s for d in dtypes), float, count)
+    critical_of = {d: p[0] / chip.hbm_bytes_per_s for d, p in peaks.items()}
+    critical = np.fromiter(map(critical_of.__getitem__, dtypes), float, count)
     bound = np.where(roofline_s == 0.0, "memory", np.where(roofline_s == compute_s, "compute", "memory")).tolist()
-    caveats = ["peak-fallback" if peaks[d][1] else "" for d in dtypes]
+    caveats = list(map({d: "peak-fallback" if p[1] else "" for d, p in peaks.items()}.__getitem__, dtypes))
     scored: dict = {}  # (cost, dtype) -> its score's fields: a collective repeats layer after layer
     for k in np.flatnonzero(~simple).tolist():
         key = (costs[k], dtypes[k])
@@ -298,36 +299,42 @@ def _module_columns(mc: ModuleCost, chip: ChipSpec, per_chip: int, measured: Map
                                     s.critical_intensity, s.bound.value, ",".join(sorted(costs[k].flags | s.flags)))
         (compute_s[k], memory_s[k], comm_s[k], roofline_s[k], intensity[k], critical[k], bound[k],
          caveats[k]) = scores
-    metadata = [i.metadata for i in insts]
+    metadata = metadata_column(insts)
     ids = list(map(id, metadata))
-    described = {key: (md.op_name, md.source) if md else ("", "")  # (once per distinct metadata object)
-                 for key, md in dict(zip(ids, metadata)).items()}
-    named = list(map(described.__getitem__, ids))
+    distinct = dict(zip(ids, metadata))  # (each distinct metadata object described once)
+    op_names = {key: md.op_name if md else "" for key, md in distinct.items()}
+    sources = {key: md.source if md else "" for key, md in distinct.items()}
     out = {
         "module": [mname] * count, "computation": list(map(_COMPUTATION, rows)),
-        "instruction": list(map(_NAME, insts)), "opcode": list(map(_OPCODE, insts)),
-        "category": list(map(scorer.category, insts)),
-        "op_name": list(map(_FIRST, named)), "source": list(map(_SECOND, named)),
+        "instruction": list(map(_NAME, insts)), "opcode": opcodes, "category": lookups.categories(),
+        "op_name": list(map(op_names.__getitem__, ids)), "source": list(map(sources.__getitem__, ids)),
         "executions": n, "flops": flops_f * n, "transcendentals": trans_f * n,
-        "hbm_bytes": hbm_f * n, "hbm_read_bytes": np.fromiter(reads, float, count) * n,
-        "hbm_write_bytes": np.fromiter(writes, float, count) * n,
+        "hbm_bytes": hbm_f * n, "hbm_read_bytes": reads_f * n, "hbm_write_bytes": writes_f * n,
         "wire_bytes": comms_f * n, "comm_kind": list(map(_COMM_KIND, costs)),
         "group_size": list(map(_GROUP_SIZE, costs)), "dtype": dtypes, "intensity": intensity,
         "critical_intensity": critical, "compute_s": compute_s * n, "memory_s": memory_s * n,
         "comm_s": comm_s * n, "roofline_s": roofline_s * n, "bound": bound, "caveats": caveats,
-        "result_shape": scorer.shape_texts(insts),
+        "result_shape": lookups.shape_texts(),
         "measured_s": [t[0] if t else math.nan for t in timings] if measured else np.full(count, math.nan),
         "occurrences": [t[1] if t else math.nan for t in timings] if measured else np.full(count, math.nan),
     }
     return out
 
 
+#: The numeric columns ``table_columns`` gives, in order (``_NUMBERS`` of them).
+_NUMBER_COLUMNS = ("count", "flops", "transcendentals", "bytes_read", "bytes_written", "comm_bytes", "work", "hbm",
+                   "plain")
+_NUMBERS = len(_NUMBER_COLUMNS)
+
+
 def _table_columns(rows: list, timings: list | None, keep_all: bool) -> tuple:
-    """The rows the table keeps and their fields as lists: ``table_columns`` of ``_cost_walk.c``, in Python (its
+    """The rows the table keeps and their fields: ``table_columns`` of ``_cost_walk.c``, in Python (its
     specification): every row with ``keep_all``, else a row whose cost has flags, or whose timing (``timings``,
-    beside ``rows``, or None) is not None, or which does any work or moves any byte. Returns (rows,
-    instructions, costs, counts, flops, transcendentals, bytes read, bytes written, wire bytes, flops +
-    transcendentals, read + written bytes, the kept timings or None)."""
+    beside ``rows``, or None) is not None, or which does any work or moves any byte. Returns (rows, instructions,
+    costs, numbers, the kept timings or None): ``numbers`` holds the ``_NUMBER_COLUMNS`` of the kept rows as
+    native doubles, column after column (bytes): count, the five cost fields, flops + transcendentals, read +
+    written bytes (each sum made as Python adds, then converted by ``float()``), and 1.0 where the cost has no
+    flags, else 0.0."""
     if not keep_all:
         keep = [k for k, r in enumerate(rows)
                 if r.cost.flags or (timings is not None and timings[k] is not None)
@@ -342,8 +349,12 @@ def _table_columns(rows: list, timings: list | None, keep_all: bool) -> tuple:
     trans = list(map(_TRANSCENDENTALS, costs))
     reads = list(map(_READ, costs))
     writes = list(map(_WRITTEN, costs))
-    return (rows, list(map(_INSTRUCTION, rows)), costs, list(map(_COUNT, rows)), flops, trans, reads, writes,
-            list(map(_COMM, costs)), list(map(add, flops, trans)), list(map(add, reads, writes)), timings)
+    numbers = array("d")
+    for column in (list(map(_COUNT, rows)), flops, trans, reads, writes, list(map(_COMM, costs)),
+                   list(map(add, flops, trans)), list(map(add, reads, writes))):
+        numbers.extend(map(float, column))
+    numbers.extend(0.0 if c.flags else 1.0 for c in costs)
+    return rows, list(map(_INSTRUCTION, rows)), costs, numbers.tobytes(), timings
 
 
 @cache
@@ -354,76 +365,72 @@ def c_table_columns() -> Callable | None:
     return compiled("hloscope.cost._cost_walk", "table_columns")
 
 
-def _not_any(flags: frozenset) -> bool:
-    return not flags
-
-
 class _RowLookups:
-    """Memoized ``op_dtype``, ``category`` and shape texts of the rows of one module (a module repeats them:
-    the same elementwise op on the same shape, layer after layer)."""
+    """``op_dtype``, ``category`` and the shape text of each row of one module, made once per distinct key (a
+    module repeats them: the same elementwise op on the same shape, layer after layer) and spread over the rows
+    with C-level maps. An instruction's dtype is its result shape's (``score.result_dtype``), and its category
+    its opcode's, except for the opcodes that read called computations or operands (``_READS_MORE``), which are
+    looked up row by row."""
 
-    __slots__ = ("module", "_dtypes", "_kinds", "_categories")
+    __slots__ = ("module", "insts", "rows", "opcodes", "shapes", "shape_ids", "_distinct_shapes", "_more")
 
-    def __init__(self, module) -> None:
+    def __init__(self, module, insts: list, rows: list, opcodes: list[str], shapes: list, shape_ids: list[int]):
         self.module = module
-        self._dtypes: dict = {}
-        self._kinds: dict = {}
-        self._categories: dict = {}
+        self.insts, self.rows, self.opcodes, self.shapes, self.shape_ids = insts, rows, opcodes, shapes, shape_ids
+        self._distinct_shapes = dict(zip(shape_ids, shapes))
+        more = _READS_MORE.intersection(opcodes)
+        self._more = list(compress(range(len(opcodes)), map(more.__contains__, opcodes))) if more else []
 
-    def dtype(self, inst, computation: str) -> str:
-        """``score.op_dtype`` of ``inst`` (of ``computation``). (``op_dtype`` is imported on a miss only: an
-        import statement run per row was most of this method's time.)"""
-        opcode = inst.opcode
-        if opcode in _FUSED_MATMUL:
-            shape_of = self.module.computation(computation).shape_of
-            operand_types = [shape_of(o).element_type for o in inst.operands[:2]]
-            key = (opcode, tuple(operand_types), id(inst.shape))
-            found = self._dtypes.get(key)
-            if found is None:
-                from hloscope.roofline.score import op_dtype
+    def dtypes(self) -> list[str]:
+        """``score.op_dtype`` of each row."""
+        from hloscope.roofline.score import op_dtype, result_dtype
 
-                found = self._dtypes[key] = op_dtype(inst, self.module, operand_types)
-            return found
-        if opcode == "fusion" or opcode in _SCORED_AS_MATMUL:
-            key = (opcode, id(inst.shape), inst.called_computations.get("calls", ()))
-        else:
-            key = id(inst.shape)  # (the dtype of any other instruction is that of its result; shapes live on)
-        found = self._dtypes.get(key)
-        if found is None:
-            from hloscope.roofline.score import op_dtype
-
-            found = self._dtypes[key] = op_dtype(inst, self.module)
-        return found
-
-    def category(self, inst) -> str:
-        """``category(inst, module)``."""
-        opcode = inst.opcode
-        if opcode != "fusion":
-            found = self._categories.get(opcode)  # (any other opcode's category is its opcode's)
-            if found is None:
-                found = self._categories[opcode] = category(inst, self.module)
-            return found
-        key = (inst.called_computations.get("calls", ()), inst.attribute("kind", "?"))
-        found = self._kinds.get(key)
-        if found is None:
-            found = self._kinds[key] = category(inst, self.module)
-        return found
-
-    @staticmethod
-    def shape_texts(insts) -> list[str]:
-        """``str(inst.shape)`` of each instruction, made once per shape object (the parser shares them)."""
-        texts: dict[int, str] = {}
-        out = []
-        for shape in map(_SHAPE, insts):
-            text = texts.get(id(shape))
-            if text is None:
-                text = texts[id(shape)] = str(shape)
-            out.append(text)
+        of_shape = {key: result_dtype(shape) for key, shape in self._distinct_shapes.items()}
+        out = list(map(of_shape.__getitem__, self.shape_ids))
+        found: dict = {}
+        for k in self._more:
+            inst = self.insts[k]
+            opcode = inst.opcode
+            if opcode in _FUSED_MATMUL:
+                shape_of = self.module.computation(self.rows[k].computation).shape_of
+                operand_types = [shape_of(o).element_type for o in inst.operands[:2]]
+                key = (opcode, tuple(operand_types), id(inst.shape))
+                dtype = found.get(key)
+                if dtype is None:
+                    dtype = found[key] = op_dtype(inst, self.module, operand_types)
+            else:
+                key = (opcode, id(inst.shape), inst.called_computations.get("calls", ()))
+                dtype = found.get(key)
+                if dtype is None:
+                    dtype = found[key] = op_dtype(inst, self.module)
+            out[k] = dtype
         return out
 
+    def categories(self) -> list[str]:
+        """``category(inst, module)`` of each row."""
+        first = dict(zip(self.opcodes, self.insts))
+        of_opcode = {op: category(inst, self.module) for op, inst in first.items() if op != "fusion"}
+        out = list(map(of_opcode.get, self.opcodes))
+        kinds: dict = {}
+        for k in self._more:
+            inst = self.insts[k]
+            if inst.opcode == "fusion":
+                key = (inst.called_computations.get("calls", ()), inst.attribute("kind", "?"))
+                found = kinds.get(key)
+                if found is None:
+                    found = kinds[key] = category(inst, self.module)
+                out[k] = found
+        return out
 
-#: Opcodes other than dot/convolution that ``score.op_dtype`` reads called computations for.
-_SCORED_AS_MATMUL = frozenset({"ragged-dot"})
+    def shape_texts(self) -> list[str]:
+        """``str(inst.shape)`` of each row."""
+        texts = {key: str(shape) for key, shape in self._distinct_shapes.items()}
+        return list(map(texts.__getitem__, self.shape_ids))
+
+
+#: Opcodes whose dtype or category reads more than the opcode and result shape: matmuls (operand types, called
+#: computations) and fusions (the fused computation, the fusion kind).
+_READS_MORE = frozenset({"fusion", "dot", "convolution", "ragged-dot"})
 
 
 def modules_frame(costs: list[ModuleCost], ops: pd.DataFrame, chip: ChipSpec,
