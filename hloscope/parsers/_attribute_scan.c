@@ -1,6 +1,7 @@
 /* The compiled form of hloscope.parsers._attribute_value.py_attribute_value: one ``key=value`` of an
- * instruction's attribute text, read without decoding the rest; and of py_metadata_fields: the fields of a
- * ``metadata={...}`` value.
+ * instruction's attribute text, read without decoding the rest; of py_metadata_fields: the fields of a
+ * ``metadata={...}`` value; and of hloscope.parsers._hlo_decode.Decoder.py_metadata_column: the metadata of
+ * every row of the ops table, read with the two in one pass (metadata_column, at the end of this file).
  *
  * ``attribute_value(text, key)`` returns exactly what the pure-Python ``py_attribute_value`` returns (that
  * function's docstring is the specification; tests/parsers/test_attribute_value.py holds the two equal on every
