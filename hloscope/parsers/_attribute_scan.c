@@ -377,7 +377,7 @@ static PyObject *plain_text(PyObject *field) {
     if (PyUnicode_FindChar(field, '\\', 0, n, 1) >= 0) {
         return NULL;
     }
-    return PyUnicode_Substring(field, 1, n - 1 > 1 ? n - 1 : 1);
+    return PyUnicode_Substring(field, 1, n - 1); /* (text[1:-1]: "" for '"' alone) */
 }
 
 /* int(field) for "" (0) or up to 18 ASCII digits; -1 for any other text (the caller's make() reads it). */

@@ -12,9 +12,9 @@ from itertools import compress, count, repeat
 from operator import attrgetter, is_
 from typing import Any
 
+from hloscope._compiled import PURE_PYTHON, compiled
 from hloscope.hlo import CALLED_COMPUTATION_ROLES, DecodedAttributes, HloInstruction, Metadata, StackFrame
 from hloscope.parsers import _hlo_re as r
-from hloscope._compiled import PURE_PYTHON, compiled
 from hloscope.parsers._attribute_value import KNOWN, KNOWN_IF_READ, metadata_fields
 from hloscope.parsers._attribute_value import attribute_value as read_attribute_value
 from hloscope.parsers._errors import HloParseError

@@ -372,11 +372,11 @@ class _RowLookups:
     its opcode's, except for the opcodes that read called computations or operands (``_READS_MORE``), which are
     looked up row by row."""
 
-    __slots__ = ("module", "insts", "rows", "opcodes", "shapes", "shape_ids", "_distinct_shapes", "_more")
+    __slots__ = ("module", "insts", "rows", "opcodes", "shape_ids", "_distinct_shapes", "_more")
 
     def __init__(self, module, insts: list, rows: list, opcodes: list[str], shapes: list, shape_ids: list[int]):
         self.module = module
-        self.insts, self.rows, self.opcodes, self.shapes, self.shape_ids = insts, rows, opcodes, shapes, shape_ids
+        self.insts, self.rows, self.opcodes, self.shape_ids = insts, rows, opcodes, shape_ids
         self._distinct_shapes = dict(zip(shape_ids, shapes))
         more = _READS_MORE.intersection(opcodes)
         self._more = list(compress(range(len(opcodes)), map(more.__contains__, opcodes))) if more else []
