@@ -127,10 +127,11 @@ def analyze(source: Any, *args: Any, chip: str | ChipSpec | None = None, target:
                 report = _static([parse_hlo(source)], _resolve_chip(chip, None))
             else:
                 path = Path(source)
-                if is_hlo_text_file(path):
-                    report = _static([parse_hlo(path)], _resolve_chip(chip, None))
-                elif path.is_dir() and any(path.glob("*after_optimizations.txt")):
-                    report = _dump_dir(path, module, _resolve_chip(chip, None))
+                read = _hlo_files(path, module)
+                if read is not None:
+                    report = _static(read[0], _resolve_chip(chip, None))
+                    if read[1]:
+                        _dump_dir_report(report, read[1])
                 elif not hlo and _many_hosts(path, run, client, workers, scheduler):
                     from hloscope.pod import analyze_run
 
@@ -244,13 +245,45 @@ def _static(modules: list[HloModule], chip: ChipSpec) -> Report:
     return Report(ops, table, chip, {"static": True}, hlo_modules=list(modules))
 
 
-def _dump_dir(path: Path, module: str | None, chip: ChipSpec) -> Report:
-    """Every post-optimization module of an XLA dump directory (``module``: the one it names), scored on
-    ``chip``; the modules table ranked by roofline time, largest first.
+def hlo_modules_of(path: str | os.PathLike[str], module: str | None = None) -> list[HloModule] | None:
+    """The parsed modules ``analyze(path, module=module)`` would cost for an HLO text file or an XLA dump
+    directory, named and ordered as its ``Report.hlo_modules`` (a dump dir's files in order, ``module`` picking
+    one; see ``_hlo_files``); None for any other path (a profile, whose modules come with its trace). For
+    ``hloscope memory``, which needs the modules and not their cost.
+
+    Raises:
+        ModuleChoiceError: ``module`` names no module of the dump dir, or several.
+        HloParseError: bad HLO text. UnreadablePathError: the system will not read the path or a file in it.
+    """
+    try:
+        read = _hlo_files(Path(path), module)
+    except HloscopeError:
+        raise
+    except OSError as e:
+        raise UnreadablePathError.from_os_error(path, e) from None
+    return None if read is None else read[0]
+
+
+def _hlo_files(path: Path, module: str | None) -> tuple[list[HloModule], list[str]] | None:
+    """The parsed modules of an HLO text file (and no names), or of an XLA dump directory (and the names its
+    files printed: ``_dump_dir_modules``); None for any other path."""
+    from hloscope.parsers import parse_hlo
+
+    if is_hlo_text_file(path):
+        return [parse_hlo(path)], []
+    if path.is_dir() and any(path.glob("*after_optimizations.txt")):
+        return _dump_dir_modules(path, module)
+    return None
+
+
+def _dump_dir_modules(path: Path, module: str | None) -> tuple[list[HloModule], list[str]]:
+    """Every post-optimization module of an XLA dump directory (``module``: the one it names), in file order,
+    and the name each module was printed under (its ``HloModule`` header).
 
     JAX compiles a small module for every operation run outside ``jit`` (``jit_broadcast_in_dim``,
     ``jit__truncated_normal``, ...), often one name several times for other shapes; such modules are told
-    apart by their dump prefix (``module_0002.jit_broadcast_in_dim``), since the tables key ops by module name.
+    apart by their dump prefix (``module_0002.jit_broadcast_in_dim``), since the tables key ops by module name:
+    they are renamed to it.
     """
     import dataclasses
 
@@ -267,22 +300,29 @@ def _dump_dir(path: Path, module: str | None, chip: ChipSpec) -> Report:
             raise ModuleChoiceError(path, module, [t[2] for t in (picked or files)], matched=bool(picked))
         files = picked
     modules = [parse_hlo(f) for f, _, _ in files]  # (an unreadable file: an UnreadablePathError naming it)
+    printed = [m.name for m in modules]
     count: dict[str, int] = {}
-    for m in modules:
-        count[m.name] = count.get(m.name, 0) + 1
-    twice = sorted(n for n, k in count.items() if k > 1)
+    for name in printed:
+        count[name] = count.get(name, 0) + 1
     modules = [dataclasses.replace(m, name=prefix) if count[m.name] > 1 and prefix != m.name else m
                for m, (_, _, prefix) in zip(modules, files)]
-    report = _static(modules, chip)
+    return modules, printed
+
+
+def _dump_dir_report(report: Report, printed_names: list[str]) -> None:
+    """A dump dir's report (``_static`` of ``_dump_dir_modules``): the modules table ranked by roofline time,
+    largest first, and a note on the modules and their names (``printed_names``: each file's module name)."""
     report.modules = report.modules.sort_values("roofline_s", ascending=False, kind="stable").reset_index(drop=True)
-    if len(modules) > 1:
-        renamed = sum(count[n] for n in twice)
+    count: dict[str, int] = {}
+    for name in printed_names:
+        count[name] = count.get(name, 0) + 1
+    if len(printed_names) > 1:
+        renamed = sum(k for k in count.values() if k > 1)
         report.notes.append(
-            f"XLA dump dir: {len(modules)} modules, each its own program (totals per run of each); --module NAME "
-            "(module= in Python) picks one"
+            f"XLA dump dir: {len(printed_names)} modules, each its own program (totals per run of each); --module "
+            "NAME (module= in Python) picks one"
             + (f"; {renamed} modules compiled under a name used more than once are named by their dump file, "
                "module_NNNN.<name>" if renamed else ""))
-    return report
 
 
 def _dump_names(f: Path) -> tuple[str, str]:

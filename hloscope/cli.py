@@ -208,15 +208,12 @@ def _footprints_in_child(path: str, chip: str | None):  # noqa: ANN202 - a Footp
 def _memory(args: argparse.Namespace) -> int:
     import json
 
-    from hloscope.analysis import analyze
-
     _require_path(args.path)
-    report = _with_status(args.path, lambda: analyze(args.path, chip=args.chip, run=args.run, module=args.module))
-    footprints = report.memory
+    footprints, chip_id = _with_status(args.path, lambda: _footprints(args))
     if not footprints:
         raise ValueError(f"{args.path}: no HLO module to walk (a Chrome trace holds HLO lines, not a schedule)")
     if args.format == "json":
-        doc = {"schema": "hloscope.memory/1", "chip": report.chip.id, "modules": [fp.to_dict() for fp in footprints]}
+        doc = {"schema": "hloscope.memory/1", "chip": chip_id, "modules": [fp.to_dict() for fp in footprints]}
         _emit(json.dumps(doc, indent=1, allow_nan=False) + "\n", args.output)
     else:
         from hloscope.report.memory import render_memory
@@ -225,16 +222,32 @@ def _memory(args: argparse.Namespace) -> int:
             from io import StringIO
 
             buf = StringIO()
-            render_memory(footprints, report.chip.id, file=buf, width=200)
+            render_memory(footprints, chip_id, file=buf, width=200)
             _emit(buf.getvalue(), args.output)
         else:
-            render_memory(footprints, report.chip.id)
+            render_memory(footprints, chip_id)
     if args.fail_if_not_fits and any(fp.fits is False for fp in footprints):
         for fp in footprints:
             if fp.fits is False:
                 print(f"hloscope: does not fit: {fp.module}: {fp.verdict}", file=sys.stderr)
         return EXIT_INTERNAL
     return EXIT_OK
+
+
+def _footprints(args: argparse.Namespace) -> tuple[list, str]:
+    """The memory footprints ``hloscope memory`` prints, and the id of the chip they were judged against. An
+    HLO text file or a dump dir is parsed and walked, not costed (``Report.memory`` of ``analyze`` is the same
+    list: ``footprint`` per parsed module); a profile is analyzed, for the modules and chip its trace names."""
+    from hloscope.analysis import _resolve_chip, analyze, hlo_modules_of
+
+    modules = hlo_modules_of(args.path, args.module)
+    if modules is None:
+        report = analyze(args.path, chip=args.chip, run=args.run, module=args.module)
+        return report.memory, report.chip.id
+    from hloscope.memory import footprint
+
+    spec = _resolve_chip(args.chip, None)
+    return [footprint(m, spec) for m in modules], spec.id
 
 
 def _diff(args: argparse.Namespace) -> int:
