@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from itertools import repeat
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Union
 
@@ -199,12 +200,24 @@ class _Walk:
         """Walk one computation; returns its root's tree."""
         trees: dict[str, Tree] = {}
         cname = comp.name
-        insts = comp.instructions
-        for inst in insts:
-            trees[inst.name] = self.instruction(cname, inst, trees, params)
-        if (cname, comp.root_name) not in self.post_order:
-            for name in post_order(comp):
-                self.post_order.setdefault((cname, name), len(self.post_order))
+        run = None if PURE_PYTHON else plain_run
+        operands = None
+        if run is None:
+            for inst in comp.instructions:
+                trees[inst.name] = self.instruction(cname, inst, trees, params)
+        else:  # (plain instructions by columns in C, the others one by one here; lazy bodies stay unbuilt)
+            names, opcodes, shapes = comp.names, comp.opcodes, comp.shapes
+            operands = comp.operand_lists(range(len(names)))
+            i, n = 0, len(names)
+            while i < n:
+                i = run(self, i, cname, names, opcodes, shapes, operands, trees, _NEEDS_PYTHON, ELEMENTWISE_OPCODES)
+                if i < n:
+                    trees[names[i]] = self.instruction(cname, comp.instruction_at(i), trees, params)
+                    i += 1
+        positions = self.post_order
+        if (cname, comp.root_name) not in positions:  # (then no name of ``comp`` is there: they come together)
+            keys = dict.fromkeys(zip(repeat(cname), post_order(comp, operands)))  # (a name's first place)
+            positions.update(zip(keys, range(len(positions), len(positions) + len(keys))))
         return trees[comp.root_name]
 
     def instruction(self, cname: str, inst: Any, trees: dict[str, Tree], params: list[Tree]) -> Tree:
@@ -375,13 +388,15 @@ def _tiled(module: HloModule) -> bool:
     return False
 
 
-def post_order(comp: HloComputation) -> list[str]:
+def post_order(comp: HloComputation, operands: Sequence[Sequence[str]] | None = None) -> list[str]:
     """The instruction names of ``comp`` in XLA's post order (``HloComputation::MakeInstructionPostOrder``):
     a depth-first walk of operands, first operand first, from each instruction without users in printed order
     (the root among them); an instruction comes after all its operands. ``py_post_order`` over the
-    computation's columns, or its C twin (``_post_order.c``) where it was built."""
+    computation's columns (``operands``: its operand lists, when the caller has them), or its C twin
+    (``_post_order.c``) where it was built."""
     names = comp.names
-    operands = comp.operand_lists(range(len(names)))
+    if operands is None:
+        operands = comp.operand_lists(range(len(names)))
     return (py_post_order if PURE_PYTHON or c_post_order is None else c_post_order)(names, operands)
 
 
@@ -422,6 +437,13 @@ def py_post_order(names: Sequence[str], operands: Sequence[Sequence[str]]) -> li
 #: ``py_post_order`` in C (``hloscope/memory/_post_order.c``), None when the extension was not built
 #: (``post_order`` takes the Python one then, and with ``HLOSCOPE_PURE_PYTHON=1``).
 c_post_order = compiled("hloscope.memory._post_order", "post_order")
+#: ``_Walk.instruction``'s last branch over a run of plain instructions, in C (``hloscope/memory/_liveness_walk.c``),
+#: None when the extension was not built (``_Walk.computation`` takes every instruction in Python then, and with
+#: ``HLOSCOPE_PURE_PYTHON=1``).
+plain_run = compiled("hloscope.memory._liveness_walk", "plain_run")
+#: Opcodes ``_Walk.instruction`` takes in Python even where ``plain_run`` was built (besides every ``*-start``
+#: and ``*-done``, and results that are tuples): parameters, control flow, tuples, pass-through, aliasing.
+_NEEDS_PYTHON = frozenset({"parameter", "get-tuple-element", "tuple"}) | _CONTROL | _PASS_THROUGH | _MAY_ALIAS
 
 
 def _same_array(a: Shape | None, b: Shape) -> bool:
