@@ -17,7 +17,8 @@ Rows (all in one process, on the same text; best of ``--repeat`` wall times, ``p
 * ``ratio`` = XLA's time / hloscope's (above 1: faster than XLA's parse). Issue #16's target: analyze >= 2x.
 * ``--cli``: ``python -m hloscope report FILE --chip CHIP --format json`` as a child process (best of N), beside
   ``python -c "import hloscope"`` (interpreter start and the imports a report needs); target: the report within
-  1.5x of (XLA parse / 2 + interpreter start).
+  1.5x of (XLA parse / 2 + interpreter start). Also ``python -m hloscope memory FILE --chip CHIP --format json``
+  as a process (no target: it parses and walks the module, without costing it).
 
 ``--small``: every fixture and corpus HLO text of 2-20 kB (post-optimization modules of all sizes users' tests
 compile), analyze median and 90th percentile per module; target: median <= 3 ms.
@@ -117,8 +118,11 @@ def module_rows(paths: list[Path], chip: str, repeat: int, show_stages: bool, cl
             start = _process_best([sys.executable, "-c", "import hloscope.cli, pandas"], repeat)
             report = _process_best([sys.executable, "-m", "hloscope", "report", str(path), "--chip", chip,
                                     "--format", "json"], repeat)
+            memory = _process_best([sys.executable, "-m", "hloscope", "memory", str(path), "--chip", chip,
+                                    "--format", "json"], repeat)
             print(f"    report --format json (process) {report:.3f} s; interpreter + imports {start:.3f} s; "
-                  f"target <= 1.5 x ({xla / 2:.3f} + {start:.3f}) = {1.5 * (xla / 2 + start):.3f} s", flush=True)
+                  f"target <= 1.5 x ({xla / 2:.3f} + {start:.3f}) = {1.5 * (xla / 2 + start):.3f} s; "
+                  f"memory --format json (process, no target) {memory:.3f} s", flush=True)
 
 
 def _process_best(cmd: list[str], repeat: int) -> float:
