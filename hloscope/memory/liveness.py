@@ -27,8 +27,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from itertools import repeat
 from dataclasses import dataclass, field
+from itertools import repeat
 from typing import TYPE_CHECKING, Any, Union
 
 from hloscope._compiled import PURE_PYTHON, compiled
