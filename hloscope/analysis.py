@@ -6,6 +6,7 @@ See ``analyze`` for the inputs it accepts.
 from __future__ import annotations
 
 import os
+from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
@@ -301,9 +302,7 @@ def _dump_dir_modules(path: Path, module: str | None) -> tuple[list[HloModule], 
         files = picked
     modules = [parse_hlo(f) for f, _, _ in files]  # (an unreadable file: an UnreadablePathError naming it)
     printed = [m.name for m in modules]
-    count: dict[str, int] = {}
-    for name in printed:
-        count[name] = count.get(name, 0) + 1
+    count = Counter(printed)
     modules = [dataclasses.replace(m, name=prefix) if count[m.name] > 1 and prefix != m.name else m
                for m, (_, _, prefix) in zip(modules, files)]
     return modules, printed
@@ -313,11 +312,8 @@ def _dump_dir_report(report: Report, printed_names: list[str]) -> None:
     """A dump dir's report (``_static`` of ``_dump_dir_modules``): the modules table ranked by roofline time,
     largest first, and a note on the modules and their names (``printed_names``: each file's module name)."""
     report.modules = report.modules.sort_values("roofline_s", ascending=False, kind="stable").reset_index(drop=True)
-    count: dict[str, int] = {}
-    for name in printed_names:
-        count[name] = count.get(name, 0) + 1
     if len(printed_names) > 1:
-        renamed = sum(k for k in count.values() if k > 1)
+        renamed = sum(k for k in Counter(printed_names).values() if k > 1)
         report.notes.append(
             f"XLA dump dir: {len(printed_names)} modules, each its own program (totals per run of each); --module "
             "NAME (module= in Python) picks one"
