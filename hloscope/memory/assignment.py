@@ -29,6 +29,8 @@ from bisect import bisect_left, bisect_right, insort
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from hloscope._compiled import PURE_PYTHON, compiled
+
 if TYPE_CHECKING:
     from hloscope.memory.liveness import Buffer, Liveness
 
@@ -124,8 +126,35 @@ class _Anchors:
         return [indices[p] for p in sorted(positions, reverse=True)]
 
 
+#: ``_py_assign`` in C (``hloscope/memory/_buffer_assign.c``; None when that optional extension was not built).
+assign_run = compiled("hloscope.memory._buffer_assign", "assign_run")
+
+
 def assign_buffers(liveness: Liveness) -> Assignment:
-    """Assign every buffer of ``liveness`` to an allocation or to the temp set (module docstring)."""
+    """Assign every buffer of ``liveness`` to an allocation or to the temp set (module docstring).
+
+    Runs in C where the extension was built (``assign_run``; not with ``HLOSCOPE_PURE_PYTHON=1``, nor for a
+    buffer size beyond 2**52 bytes), else ``_py_assign``, its specification: the same allocations, temp set and
+    peak (tests/memory/test_buffer_assign.py).
+
+    Raises:
+        ValueError: a temp buffer whose live range lies outside the schedule (C), or an index error of the
+            same (Python): a ``Liveness`` not made by ``analyze_liveness``.
+    """
+    if assign_run is None or PURE_PYTHON:
+        return _py_assign(liveness)
+    try:
+        allocations, temps, temp_bytes, peak_time = assign_run(
+            liveness.buffers, liveness.operand_buffers, liveness.copies_of, liveness.tiled,
+            len(liveness.sequence), 1 if liveness.tiled else CPU_ALIGNMENT_BYTES)
+    except OverflowError:
+        return _py_assign(liveness)
+    return Assignment([Allocation(kind, size, ids, live_out, readonly)
+                       for kind, size, ids, live_out, readonly in allocations], temps, temp_bytes, peak_time)
+
+
+def _py_assign(liveness: Liveness) -> Assignment:
+    """``assign_buffers`` in Python: the specification of ``hloscope/memory/_buffer_assign.c``."""
     buffers = liveness.buffers
     order = sorted(buffers, key=lambda b: (-b.size_bytes, not b.live_out, b.post_order, b.id))
     allocations: list[Allocation] = []

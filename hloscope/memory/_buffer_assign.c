@@ -1,0 +1,765 @@
+/* The buffer assigner of the memory model, in C (hloscope.memory.assignment._py_assign is the specification:
+ * this makes the same choices in the same order; tests/memory/test_buffer_assign.py holds the two equal over
+ * every fixture and corpus module, and over random buffer sets).
+ *
+ * assign_run(buffers, operand_buffers, copies_of, tiled, times, alignment)
+ *     -> (allocations, temp_buffers, temp_bytes, peak_time)
+ *
+ * buffers: the Liveness's list of Buffer (buffers[i].id == i); operand_buffers: buffer id -> tuple of buffer
+ * ids; copies_of: buffer id -> collection of buffer ids; tiled: whether tuple index tables stay out of the temp
+ * set; times: len(Liveness.sequence); alignment: the rounding of each temp buffer (1 on tiled modules).
+ * allocations: one tuple (kind, size_bytes, buffer ids, live_out, readonly) per allocation, in the order they
+ * were made. Raises ValueError for a buffer whose id is not its index or whose live range lies outside the
+ * schedule, OverflowError for sizes or times beyond 64 bits (the caller then takes the Python assigner).
+ *
+ * Built as an optional extension (setup.py): without it the Python assigner runs (~2 us a buffer: 44 ms of the
+ * memory footprint of the corpus's llama module, 22,000 buffers). */
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { KIND_OTHER = 0, KIND_CONSTANT = 1, KIND_PARAMETER = 2 };
+enum { ALLOC_PARAMETER = 0, ALLOC_CONSTANT = 1, ALLOC_TUPLE = 2, ALLOC_OUTPUT = 3 };
+static const char *ALLOC_KINDS[] = {"parameter", "constant", "tuple", "output"};
+
+static PyObject *s_id, *s_size_bytes, *s_start, *s_end, *s_kind, *s_live_out, *s_aliased_parameter,
+    *s_is_tuple_table, *s_share_candidates, *s_post_order, *s_constant, *s_parameter;
+
+/* A growable array of Py_ssize_t. */
+typedef struct {
+    Py_ssize_t *v;
+    Py_ssize_t n, cap;
+} Vec;
+
+static int vec_push(Vec *a, Py_ssize_t x) {
+    if (a->n == a->cap) {
+        Py_ssize_t cap = a->cap ? 2 * a->cap : 4;
+        Py_ssize_t *v = PyMem_Realloc(a->v, (size_t)cap * sizeof(Py_ssize_t));
+        if (v == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        a->v = v;
+        a->cap = cap;
+    }
+    a->v[a->n++] = x;
+    return 0;
+}
+
+static int vec_insert(Vec *a, Py_ssize_t at, Py_ssize_t x) {
+    if (vec_push(a, x) < 0) {
+        return -1;
+    }
+    memmove(a->v + at + 1, a->v + at, (size_t)(a->n - 1 - at) * sizeof(Py_ssize_t));
+    a->v[at] = x;
+    return 0;
+}
+
+/* Per buffer, what the assigner reads. */
+typedef struct {
+    int64_t size, start, end, post_order;
+    char kind, live_out, aliased, tuple_table;
+    Py_ssize_t share_at, share_n; /* its share candidates: share_ids[share_at : share_at + share_n] */
+} Buf;
+
+/* One allocation; its buffers' ranges sorted by (start, end), as buffer ids (no two of them overlap but at a
+ * shared end point, so their ends are sorted too). */
+typedef struct {
+    int kind;
+    int64_t size;
+    char live_out, readonly;
+    Vec ids;    /* in the order assigned */
+    Vec ranges; /* buffer ids sorted by (start, end) */
+} Alloc;
+
+typedef struct {
+    Buf *b;
+    Py_ssize_t nb;
+    Py_ssize_t *share_ids;
+    Alloc *allocs;
+    Py_ssize_t nalloc, alloc_cap;
+    Py_ssize_t *allocation_of; /* buffer id -> allocation index, -1 when none */
+    /* reusable allocations by their first buffer: positions sorted by that buffer's start, and by its end */
+    Vec anchor_index, anchor_first, by_start, by_end;
+    Py_ssize_t *op_at, *op_n, *op_ids;     /* operand_buffers as CSR (op_at[i] < 0: none) */
+    Py_ssize_t *copy_at, *copy_n, *copy_ids; /* copies_of as CSR */
+} State;
+
+static int read_int64(PyObject *obj, PyObject *name, int64_t *out) {
+    PyObject *v = PyObject_GetAttr(obj, name);
+    long long x;
+    if (v == NULL) {
+        return -1;
+    }
+    x = PyLong_AsLongLong(v);
+    Py_DECREF(v);
+    if (x == -1 && PyErr_Occurred()) {
+        return -1;
+    }
+    *out = (int64_t)x;
+    return 0;
+}
+
+static int read_flag(PyObject *obj, PyObject *name, char *out) {
+    PyObject *v = PyObject_GetAttr(obj, name);
+    int t;
+    if (v == NULL) {
+        return -1;
+    }
+    t = PyObject_IsTrue(v);
+    Py_DECREF(v);
+    if (t < 0) {
+        return -1;
+    }
+    *out = (char)t;
+    return 0;
+}
+
+/* The ids of an iterable of ints appended to ids; their count in *count. */
+static int read_ids(PyObject *iterable, Vec *ids, Py_ssize_t *count) {
+    PyObject *seq = PySequence_Fast(iterable, "expected a collection of buffer ids");
+    Py_ssize_t i, n;
+    if (seq == NULL) {
+        return -1;
+    }
+    n = PySequence_Fast_GET_SIZE(seq);
+    for (i = 0; i < n; i++) {
+        Py_ssize_t x = PyLong_AsSsize_t(PySequence_Fast_GET_ITEM(seq, i));
+        if ((x == -1 && PyErr_Occurred()) || vec_push(ids, x) < 0) {
+            Py_DECREF(seq);
+            return -1;
+        }
+    }
+    Py_DECREF(seq);
+    *count = n;
+    return 0;
+}
+
+/* buffer id -> ids, from a dict, as CSR arrays indexed by buffer id. */
+static int read_map(PyObject *map, Py_ssize_t nb, Py_ssize_t **at, Py_ssize_t **count, Vec *ids) {
+    PyObject *key, *value;
+    Py_ssize_t pos = 0, i;
+    *at = PyMem_Malloc((size_t)(nb ? nb : 1) * sizeof(Py_ssize_t));
+    *count = PyMem_Malloc((size_t)(nb ? nb : 1) * sizeof(Py_ssize_t));
+    if (*at == NULL || *count == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (i = 0; i < nb; i++) {
+        (*at)[i] = -1;
+        (*count)[i] = 0;
+    }
+    while (PyDict_Next(map, &pos, &key, &value)) {
+        Py_ssize_t id = PyLong_AsSsize_t(key), start = ids->n, n;
+        if (id == -1 && PyErr_Occurred()) {
+            return -1;
+        }
+        if (id < 0 || id >= nb) {
+            continue; /* (no buffer asks for it: the Python assigner never reads it) */
+        }
+        if (read_ids(value, ids, &n) < 0) {
+            return -1;
+        }
+        (*at)[id] = start;
+        (*count)[id] = n;
+    }
+    return 0;
+}
+
+static int shares(const State *s, const Buf *b, Py_ssize_t id) {
+    Py_ssize_t k;
+    for (k = 0; k < b->share_n; k++) {
+        if (s->share_ids[b->share_at + k] == id) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* _interferes(a, b): a already in an allocation, b the buffer trying it. */
+static int interferes(const State *s, Py_ssize_t ia, Py_ssize_t ib) {
+    const Buf *a = &s->b[ia], *b = &s->b[ib];
+    if (a->start > b->end || b->start > a->end) {
+        return 0;
+    }
+    if (a->end == b->start) {
+        return !shares(s, b, ia);
+    }
+    if (b->end == a->start) {
+        return !shares(s, a, ib);
+    }
+    return 1;
+}
+
+static Py_ssize_t new_alloc(State *s, int kind, int64_t size, char live_out, char readonly) {
+    Alloc *a;
+    if (s->nalloc == s->alloc_cap) {
+        Py_ssize_t cap = s->alloc_cap ? 2 * s->alloc_cap : 16;
+        Alloc *v = PyMem_Realloc(s->allocs, (size_t)cap * sizeof(Alloc));
+        if (v == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        s->allocs = v;
+        s->alloc_cap = cap;
+    }
+    a = &s->allocs[s->nalloc];
+    memset(a, 0, sizeof(Alloc));
+    a->kind = kind;
+    a->size = size;
+    a->live_out = live_out;
+    a->readonly = readonly;
+    return s->nalloc++;
+}
+
+/* The buffer ib joins allocation index (its ids, and its ranges at bisect_right of (start, end)). */
+static int join(State *s, Py_ssize_t index, Py_ssize_t ib, int add_id) {
+    Alloc *a = &s->allocs[index];
+    const Buf *b = &s->b[ib];
+    Py_ssize_t lo = 0, hi = a->ranges.n;
+    if (add_id && vec_push(&a->ids, ib) < 0) {
+        return -1;
+    }
+    while (lo < hi) { /* first range with (start, end) > (b.start, b.end) */
+        Py_ssize_t mid = (lo + hi) / 2;
+        const Buf *m = &s->b[a->ranges.v[mid]];
+        if (m->start < b->start || (m->start == b->start && m->end <= b->end)) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    return vec_insert(&a->ranges, lo, ib);
+}
+
+/* try_assign: whether ib joined allocation index (it has then). */
+static int try_assign(State *s, Py_ssize_t index, Py_ssize_t ib) {
+    Alloc *a = &s->allocs[index];
+    const Buf *b = &s->b[ib];
+    Py_ssize_t lo, hi, k;
+    if (a->readonly || a->kind == ALLOC_TUPLE || b->size > a->size) {
+        return 0;
+    }
+    if (b->live_out && a->size != b->size) {
+        return 0;
+    }
+    if (s->copy_at[ib] >= 0 && s->copy_n[ib] > 0) {
+        const Py_ssize_t *copied = s->copy_ids + s->copy_at[ib];
+        Py_ssize_t j, c;
+        for (j = 0; j < a->ids.n; j++) {
+            for (c = 0; c < s->copy_n[ib]; c++) {
+                if (a->ids.v[j] == copied[c]) {
+                    return 0;
+                }
+            }
+        }
+    }
+    lo = 0;
+    hi = a->ranges.n;
+    while (lo < hi) { /* bisect_left(ends, b.start) */
+        Py_ssize_t mid = (lo + hi) / 2;
+        if (s->b[a->ranges.v[mid]].end < b->start) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    for (k = lo; k < a->ranges.n && s->b[a->ranges.v[k]].start <= b->end; k++) {
+        if (interferes(s, a->ranges.v[k], ib)) {
+            return 0;
+        }
+    }
+    a->live_out |= b->live_out;
+    s->allocation_of[ib] = index;
+    return join(s, index, ib, 1) < 0 ? -1 : 1;
+}
+
+/* _Anchors.add: allocation index, by its first buffer ib. */
+static int add_anchor(State *s, Py_ssize_t index, Py_ssize_t ib) {
+    Py_ssize_t position = s->anchor_index.n, lo, hi;
+    const Buf *b = &s->b[ib];
+    if (vec_push(&s->anchor_index, index) < 0 || vec_push(&s->anchor_first, ib) < 0) {
+        return -1;
+    }
+    /* by_start, by_end hold positions; their keys are the first buffers' start or end (ties in position order,
+     * as the Python tuples (key, position) sort) */
+    lo = 0;
+    hi = s->by_start.n;
+    while (lo < hi) {
+        Py_ssize_t mid = (lo + hi) / 2;
+        if (s->b[s->anchor_first.v[s->by_start.v[mid]]].start <= b->start) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    if (vec_insert(&s->by_start, lo, position) < 0) {
+        return -1;
+    }
+    lo = 0;
+    hi = s->by_end.n;
+    while (lo < hi) {
+        Py_ssize_t mid = (lo + hi) / 2;
+        if (s->b[s->anchor_first.v[s->by_end.v[mid]]].end <= b->end) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    return vec_insert(&s->by_end, lo, position);
+}
+
+static int descending(const void *x, const void *y) {
+    Py_ssize_t a = *(const Py_ssize_t *)x, b = *(const Py_ssize_t *)y;
+    return (a < b) - (a > b);
+}
+
+typedef struct {
+    int64_t neg_size, post_order;
+    Py_ssize_t id;
+    char not_live_out;
+} Key;
+
+static int by_key(const void *x, const void *y) {
+    const Key *a = x, *b = y;
+    if (a->neg_size != b->neg_size) {
+        return a->neg_size < b->neg_size ? -1 : 1;
+    }
+    if (a->not_live_out != b->not_live_out) {
+        return a->not_live_out < b->not_live_out ? -1 : 1;
+    }
+    if (a->post_order != b->post_order) {
+        return a->post_order < b->post_order ? -1 : 1;
+    }
+    return (a->id > b->id) - (a->id < b->id);
+}
+
+/* _peak: the peak live bytes of the temps, each rounded up to alignment but the topmost, and its time. */
+static int peak(State *s, const Vec *temps, Py_ssize_t times, int64_t alignment, int64_t *out_bytes,
+                Py_ssize_t *out_time) {
+    Py_ssize_t n = times + 1, i, t, best_time = 0;
+    int64_t *delta, live = 0, best = 0, slack = 0;
+    char *chosen, *taken;
+    if (temps->n == 0) {
+        *out_bytes = 0;
+        *out_time = -1;
+        return 0;
+    }
+    delta = PyMem_Calloc((size_t)n + 1, sizeof(int64_t));
+    chosen = PyMem_Calloc((size_t)(s->nb ? s->nb : 1), 1);
+    taken = PyMem_Calloc((size_t)(s->nb ? s->nb : 1), 1);
+    if (delta == NULL || chosen == NULL || taken == NULL) {
+        PyMem_Free(delta);
+        PyMem_Free(chosen);
+        PyMem_Free(taken);
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (i = 0; i < temps->n; i++) {
+        const Buf *b = &s->b[temps->v[i]];
+        if (b->start < 0 || b->start >= n || b->end < -1 || b->end >= n) {
+            PyErr_Format(PyExc_ValueError, "assign_run: temp buffer %zd has the live range [%lld, %lld], outside "
+                         "the schedule's %zd times", temps->v[i], (long long)b->start, (long long)b->end, times);
+            PyMem_Free(delta);
+            PyMem_Free(chosen);
+            PyMem_Free(taken);
+            return -1;
+        }
+        chosen[temps->v[i]] = 1;
+    }
+    for (i = 0; i < temps->n; i++) {
+        const Buf *b = &s->b[temps->v[i]];
+        int64_t size = (b->size + alignment - 1) / alignment * alignment;
+        Py_ssize_t k;
+        delta[b->start] += size;
+        delta[b->end + 1] -= size;
+        for (k = 0; k < b->share_n; k++) {
+            Py_ssize_t cand = s->share_ids[b->share_at + k];
+            if (cand >= 0 && cand < s->nb && chosen[cand] && !taken[cand]) {
+                int64_t shared = b->size < s->b[cand].size ? b->size : s->b[cand].size;
+                taken[cand] = 1;
+                delta[b->start] -= shared;
+                delta[b->start + 1] += shared;
+                break;
+            }
+        }
+    }
+    for (t = 0; t < n; t++) {
+        live += delta[t];
+        if (live > best) {
+            best = live;
+            best_time = t;
+        }
+    }
+    for (i = 0; i < temps->n; i++) {
+        const Buf *b = &s->b[temps->v[i]];
+        if (b->start <= best_time && best_time <= b->end) {
+            int64_t extra = (b->size + alignment - 1) / alignment * alignment - b->size;
+            if (extra > slack) {
+                slack = extra;
+            }
+        }
+    }
+    PyMem_Free(delta);
+    PyMem_Free(chosen);
+    PyMem_Free(taken);
+    *out_bytes = best - slack;
+    *out_time = best_time;
+    return 0;
+}
+
+static int read_buffers(State *s, PyObject *buffers, Vec *share_ids) {
+    Py_ssize_t i;
+    for (i = 0; i < s->nb; i++) {
+        PyObject *obj = PyList_GET_ITEM(buffers, i), *kind, *cands;
+        Buf *b = &s->b[i];
+        int64_t id;
+        int eq;
+        if (read_int64(obj, s_id, &id) < 0 || read_int64(obj, s_size_bytes, &b->size) < 0 ||
+            read_int64(obj, s_start, &b->start) < 0 || read_int64(obj, s_end, &b->end) < 0 ||
+            read_int64(obj, s_post_order, &b->post_order) < 0 || read_flag(obj, s_live_out, &b->live_out) < 0 ||
+            read_flag(obj, s_aliased_parameter, &b->aliased) < 0 ||
+            read_flag(obj, s_is_tuple_table, &b->tuple_table) < 0) {
+            return -1;
+        }
+        if (id != i) {
+            PyErr_Format(PyExc_ValueError, "assign_run: buffers[%zd].id is %lld", i, (long long)id);
+            return -1;
+        }
+        if (b->size < 0 || b->size > ((int64_t)1 << 52)) {
+            PyErr_Format(PyExc_OverflowError, "assign_run: buffer %zd has size %lld", i, (long long)b->size);
+            return -1;
+        }
+        kind = PyObject_GetAttr(obj, s_kind);
+        if (kind == NULL) {
+            return -1;
+        }
+        eq = PyUnicode_Check(kind) ? PyUnicode_Compare(kind, s_constant) : 1;
+        b->kind = KIND_OTHER;
+        if (eq == 0) {
+            b->kind = KIND_CONSTANT;
+        } else if (PyUnicode_Check(kind) && PyUnicode_Compare(kind, s_parameter) == 0) {
+            b->kind = KIND_PARAMETER;
+        }
+        Py_DECREF(kind);
+        if (PyErr_Occurred()) {
+            return -1;
+        }
+        cands = PyObject_GetAttr(obj, s_share_candidates);
+        if (cands == NULL) {
+            return -1;
+        }
+        b->share_at = share_ids->n;
+        if (read_ids(cands, share_ids, &b->share_n) < 0) {
+            Py_DECREF(cands);
+            return -1;
+        }
+        Py_DECREF(cands);
+    }
+    return 0;
+}
+
+static PyObject *result_of(State *s, const Vec *temps, int64_t temp_bytes, Py_ssize_t peak_time) {
+    PyObject *allocs = PyList_New(s->nalloc), *temp_list = NULL;
+    Py_ssize_t i, j;
+    if (allocs == NULL) {
+        return NULL;
+    }
+    for (i = 0; i < s->nalloc; i++) {
+        Alloc *a = &s->allocs[i];
+        PyObject *ids = PyList_New(a->ids.n), *item;
+        if (ids == NULL) {
+            Py_DECREF(allocs);
+            return NULL;
+        }
+        for (j = 0; j < a->ids.n; j++) {
+            PyObject *x = PyLong_FromSsize_t(a->ids.v[j]);
+            if (x == NULL) {
+                Py_DECREF(ids);
+                Py_DECREF(allocs);
+                return NULL;
+            }
+            PyList_SET_ITEM(ids, j, x);
+        }
+        item = Py_BuildValue("(sLNOO)", ALLOC_KINDS[a->kind], (long long)a->size, ids,
+                             a->live_out ? Py_True : Py_False, a->readonly ? Py_True : Py_False);
+        if (item == NULL) {
+            Py_DECREF(allocs);
+            return NULL;
+        }
+        PyList_SET_ITEM(allocs, i, item);
+    }
+    temp_list = PyList_New(temps->n);
+    if (temp_list == NULL) {
+        Py_DECREF(allocs);
+        return NULL;
+    }
+    for (i = 0; i < temps->n; i++) {
+        PyObject *x = PyLong_FromSsize_t(temps->v[i]);
+        if (x == NULL) {
+            Py_DECREF(temp_list);
+            Py_DECREF(allocs);
+            return NULL;
+        }
+        PyList_SET_ITEM(temp_list, i, x);
+    }
+    return Py_BuildValue("(NNLn)", allocs, temp_list, (long long)temp_bytes, peak_time);
+}
+
+static int assign(State *s, Vec *temps, int tiled) {
+    Key *keys = PyMem_Malloc((size_t)(s->nb ? s->nb : 1) * sizeof(Key));
+    Vec found = {0};
+    char *seen = NULL;
+    Py_ssize_t i, r = -1;
+    if (keys == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (i = 0; i < s->nb; i++) {
+        keys[i].neg_size = -s->b[i].size;
+        keys[i].not_live_out = !s->b[i].live_out;
+        keys[i].post_order = s->b[i].post_order;
+        keys[i].id = i;
+    }
+    qsort(keys, (size_t)s->nb, sizeof(Key), by_key);
+    for (i = 0; i < s->nb; i++) {
+        Py_ssize_t ib = keys[i].id, index, k;
+        const Buf *b = &s->b[ib];
+        int done = 0;
+        if (b->kind == KIND_CONSTANT) {
+            if ((index = new_alloc(s, ALLOC_CONSTANT, b->size, 0, 1)) < 0 ||
+                vec_push(&s->allocs[index].ids, ib) < 0) {
+                goto out;
+            }
+            s->allocation_of[ib] = index;
+            continue;
+        }
+        if (b->kind == KIND_PARAMETER) {
+            if ((index = new_alloc(s, ALLOC_PARAMETER, b->size, b->live_out, !b->aliased)) < 0 ||
+                vec_push(&s->allocs[index].ids, ib) < 0) {
+                goto out;
+            }
+            s->allocation_of[ib] = index;
+            if (b->aliased && (join(s, index, ib, 0) < 0 || add_anchor(s, index, ib) < 0)) {
+                goto out;
+            }
+            continue;
+        }
+        if (b->tuple_table && !b->live_out) {
+            if (!tiled && vec_push(temps, ib) < 0) {
+                goto out;
+            }
+            continue;
+        }
+        if (b->tuple_table) {
+            if ((index = new_alloc(s, ALLOC_TUPLE, b->size, b->live_out, 0)) < 0 ||
+                vec_push(&s->allocs[index].ids, ib) < 0) {
+                goto out;
+            }
+            s->allocation_of[ib] = index;
+            continue;
+        }
+        if (b->size == 0) {
+            continue;
+        }
+        if (s->op_at[ib] >= 0) {
+            for (k = 0; k < s->op_n[ib] && !done; k++) {
+                Py_ssize_t operand = s->op_ids[s->op_at[ib] + k], got;
+                if (operand < 0 || operand >= s->nb || s->allocation_of[operand] < 0) {
+                    continue;
+                }
+                if ((got = try_assign(s, s->allocation_of[operand], ib)) < 0) {
+                    goto out;
+                }
+                done = (int)got;
+            }
+        }
+        if (!done && s->anchor_index.n) {
+            /* _Anchors.candidates: positions of anchors starting at or after b's end, or ending at or before
+             * its start; tried last added first */
+            Py_ssize_t lo = 0, hi = s->by_start.n, late, early;
+            while (lo < hi) {
+                Py_ssize_t mid = (lo + hi) / 2;
+                if (s->b[s->anchor_first.v[s->by_start.v[mid]]].start < b->end) {
+                    lo = mid + 1;
+                } else {
+                    hi = mid;
+                }
+            }
+            late = lo;
+            lo = 0;
+            hi = s->by_end.n;
+            while (lo < hi) {
+                Py_ssize_t mid = (lo + hi) / 2;
+                if (s->b[s->anchor_first.v[s->by_end.v[mid]]].end <= b->start) {
+                    lo = mid + 1;
+                } else {
+                    hi = mid;
+                }
+            }
+            early = lo;
+            if (late < s->by_start.n || early) {
+                if (seen == NULL && (seen = PyMem_Calloc((size_t)s->nb + 1, 1)) == NULL) {
+                    PyErr_NoMemory();
+                    goto out;
+                }
+                found.n = 0;
+                for (k = late; k < s->by_start.n; k++) {
+                    if (vec_push(&found, s->by_start.v[k]) < 0) {
+                        goto out;
+                    }
+                    seen[s->by_start.v[k]] = 1;
+                }
+                for (k = 0; k < early; k++) {
+                    if (!seen[s->by_end.v[k]] && vec_push(&found, s->by_end.v[k]) < 0) {
+                        goto out;
+                    }
+                }
+                for (k = late; k < s->by_start.n; k++) {
+                    seen[s->by_start.v[k]] = 0;
+                }
+                qsort(found.v, (size_t)found.n, sizeof(Py_ssize_t), descending);
+                for (k = 0; k < found.n && !done; k++) {
+                    Py_ssize_t got = try_assign(s, s->anchor_index.v[found.v[k]], ib);
+                    if (got < 0) {
+                        goto out;
+                    }
+                    done = (int)got;
+                }
+            }
+        }
+        if (done) {
+            continue;
+        }
+        if (!b->live_out) {
+            if (vec_push(temps, ib) < 0) {
+                goto out;
+            }
+            continue;
+        }
+        if ((index = new_alloc(s, ALLOC_OUTPUT, b->size, 1, 0)) < 0 || vec_push(&s->allocs[index].ids, ib) < 0) {
+            goto out;
+        }
+        s->allocation_of[ib] = index;
+        if (join(s, index, ib, 0) < 0 || add_anchor(s, index, ib) < 0) {
+            goto out;
+        }
+    }
+    r = 0;
+out:
+    PyMem_Free(keys);
+    PyMem_Free(found.v);
+    PyMem_Free(seen);
+    return (int)r;
+}
+
+static PyObject *assign_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    PyObject *buffers, *operand_buffers, *copies_of, *result = NULL;
+    State s;
+    Vec share_ids = {0}, op_ids = {0}, copy_ids = {0}, temps = {0};
+    Py_ssize_t times, i;
+    long long alignment;
+    int tiled;
+    int64_t temp_bytes = 0;
+    Py_ssize_t peak_time = -1;
+    (void)self;
+    memset(&s, 0, sizeof(s));
+    if (nargs != 6) {
+        PyErr_SetString(PyExc_TypeError, "assign_run(buffers, operand_buffers, copies_of, tiled, times, alignment)");
+        return NULL;
+    }
+    buffers = args[0];
+    operand_buffers = args[1];
+    copies_of = args[2];
+    if (!PyList_CheckExact(buffers) || !PyDict_Check(operand_buffers) || !PyDict_Check(copies_of)) {
+        PyErr_SetString(PyExc_TypeError, "assign_run: buffers must be a list, operand_buffers and copies_of dicts");
+        return NULL;
+    }
+    tiled = PyObject_IsTrue(args[3]);
+    times = PyLong_AsSsize_t(args[4]);
+    alignment = PyLong_AsLongLong(args[5]);
+    if (tiled < 0 || (times == -1 && PyErr_Occurred()) || (alignment == -1 && PyErr_Occurred())) {
+        return NULL;
+    }
+    if (times < 0 || alignment < 1) {
+        PyErr_SetString(PyExc_ValueError, "assign_run: times must be >= 0 and alignment >= 1");
+        return NULL;
+    }
+    s.nb = PyList_GET_SIZE(buffers);
+    s.b = PyMem_Calloc((size_t)(s.nb ? s.nb : 1), sizeof(Buf));
+    s.allocation_of = PyMem_Malloc((size_t)(s.nb ? s.nb : 1) * sizeof(Py_ssize_t));
+    if (s.b == NULL || s.allocation_of == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (i = 0; i < s.nb; i++) {
+        s.allocation_of[i] = -1;
+    }
+    if (read_buffers(&s, buffers, &share_ids) < 0) {
+        goto done;
+    }
+    s.share_ids = share_ids.v;
+    if (read_map(operand_buffers, s.nb, &s.op_at, &s.op_n, &op_ids) < 0 ||
+        read_map(copies_of, s.nb, &s.copy_at, &s.copy_n, &copy_ids) < 0) {
+        goto done;
+    }
+    s.op_ids = op_ids.v;
+    s.copy_ids = copy_ids.v;
+    if (assign(&s, &temps, tiled) < 0 || peak(&s, &temps, times, (int64_t)alignment, &temp_bytes, &peak_time) < 0) {
+        goto done;
+    }
+    result = result_of(&s, &temps, temp_bytes, peak_time);
+done:
+    for (i = 0; i < s.nalloc; i++) {
+        PyMem_Free(s.allocs[i].ids.v);
+        PyMem_Free(s.allocs[i].ranges.v);
+    }
+    PyMem_Free(s.allocs);
+    PyMem_Free(s.b);
+    PyMem_Free(s.allocation_of);
+    PyMem_Free(s.op_at);
+    PyMem_Free(s.op_n);
+    PyMem_Free(s.copy_at);
+    PyMem_Free(s.copy_n);
+    PyMem_Free(s.anchor_index.v);
+    PyMem_Free(s.anchor_first.v);
+    PyMem_Free(s.by_start.v);
+    PyMem_Free(s.by_end.v);
+    PyMem_Free(share_ids.v);
+    PyMem_Free(op_ids.v);
+    PyMem_Free(copy_ids.v);
+    PyMem_Free(temps.v);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"assign_run", (PyCFunction)(void (*)(void))assign_run, METH_FASTCALL,
+     "assign_run(buffers, operand_buffers, copies_of, tiled, times, alignment) -> (allocations, temp_buffers, "
+     "temp_bytes, peak_time): see hloscope.memory.assignment.assign_buffers."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_buffer_assign",
+    "The memory model's buffer assigner, in C (hloscope.memory.assignment._py_assign is the specification).", -1,
+    methods, NULL, NULL, NULL, NULL,
+};
+
+static int intern(PyObject **slot, const char *text) {
+    *slot = PyUnicode_InternFromString(text);
+    return *slot == NULL ? -1 : 0;
+}
+
+PyMODINIT_FUNC PyInit__buffer_assign(void) {
+    if (intern(&s_id, "id") < 0 || intern(&s_size_bytes, "size_bytes") < 0 || intern(&s_start, "start") < 0 ||
+        intern(&s_end, "end") < 0 || intern(&s_kind, "kind") < 0 || intern(&s_live_out, "live_out") < 0 ||
+        intern(&s_aliased_parameter, "aliased_parameter") < 0 || intern(&s_is_tuple_table, "is_tuple_table") < 0 ||
+        intern(&s_share_candidates, "share_candidates") < 0 || intern(&s_post_order, "post_order") < 0 ||
+        intern(&s_constant, "constant") < 0 || intern(&s_parameter, "parameter") < 0) {
+        return NULL;
+    }
+    return PyModule_Create(&module);
+}
