@@ -277,39 +277,34 @@ static int try_assign(State *s, Py_ssize_t index, Py_ssize_t ib) {
     return join(s, index, ib, 1) < 0 ? -1 : 1;
 }
 
-/* _Anchors.add: allocation index, by its first buffer ib. */
+/* How many anchors of `sorted` (positions sorted by their first buffer's start, or with by_end its end) have
+ * that key below `key` -- or at most `key` with `inclusive`: a bisection (Python's bisect on the (key, position)
+ * tuples). */
+static Py_ssize_t anchors_below(const State *s, const Vec *sorted, int by_end, int64_t key, int inclusive) {
+    Py_ssize_t lo = 0, hi = sorted->n;
+    while (lo < hi) {
+        Py_ssize_t mid = (lo + hi) / 2;
+        const Buf *first = &s->b[s->anchor_first.v[sorted->v[mid]]];
+        int64_t k = by_end ? first->end : first->start;
+        if (k < key || (inclusive && k == key)) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    return lo;
+}
+
+/* _Anchors.add: allocation index, by its first buffer ib (after the anchors of equal key: their positions are
+ * smaller). */
 static int add_anchor(State *s, Py_ssize_t index, Py_ssize_t ib) {
-    Py_ssize_t position = s->anchor_index.n, lo, hi;
+    Py_ssize_t position = s->anchor_index.n;
     const Buf *b = &s->b[ib];
-    if (vec_push(&s->anchor_index, index) < 0 || vec_push(&s->anchor_first, ib) < 0) {
+    if (vec_push(&s->anchor_index, index) < 0 || vec_push(&s->anchor_first, ib) < 0 ||
+        vec_insert(&s->by_start, anchors_below(s, &s->by_start, 0, b->start, 1), position) < 0) {
         return -1;
     }
-    /* by_start, by_end hold positions; their keys are the first buffers' start or end (ties in position order,
-     * as the Python tuples (key, position) sort) */
-    lo = 0;
-    hi = s->by_start.n;
-    while (lo < hi) {
-        Py_ssize_t mid = (lo + hi) / 2;
-        if (s->b[s->anchor_first.v[s->by_start.v[mid]]].start <= b->start) {
-            lo = mid + 1;
-        } else {
-            hi = mid;
-        }
-    }
-    if (vec_insert(&s->by_start, lo, position) < 0) {
-        return -1;
-    }
-    lo = 0;
-    hi = s->by_end.n;
-    while (lo < hi) {
-        Py_ssize_t mid = (lo + hi) / 2;
-        if (s->b[s->anchor_first.v[s->by_end.v[mid]]].end <= b->end) {
-            lo = mid + 1;
-        } else {
-            hi = mid;
-        }
-    }
-    return vec_insert(&s->by_end, lo, position);
+    return vec_insert(&s->by_end, anchors_below(s, &s->by_end, 1, b->end, 1), position);
 }
 
 static int descending(const void *x, const void *y) {
@@ -580,27 +575,8 @@ static int assign(State *s, Vec *temps, int tiled) {
         if (!done && s->anchor_index.n) {
             /* _Anchors.candidates: positions of anchors starting at or after b's end, or ending at or before
              * its start; tried last added first */
-            Py_ssize_t lo = 0, hi = s->by_start.n, late, early;
-            while (lo < hi) {
-                Py_ssize_t mid = (lo + hi) / 2;
-                if (s->b[s->anchor_first.v[s->by_start.v[mid]]].start < b->end) {
-                    lo = mid + 1;
-                } else {
-                    hi = mid;
-                }
-            }
-            late = lo;
-            lo = 0;
-            hi = s->by_end.n;
-            while (lo < hi) {
-                Py_ssize_t mid = (lo + hi) / 2;
-                if (s->b[s->anchor_first.v[s->by_end.v[mid]]].end <= b->start) {
-                    lo = mid + 1;
-                } else {
-                    hi = mid;
-                }
-            }
-            early = lo;
+            Py_ssize_t late = anchors_below(s, &s->by_start, 0, b->end, 0);
+            Py_ssize_t early = anchors_below(s, &s->by_end, 1, b->start, 1);
             if (late < s->by_start.n || early) {
                 if (seen == NULL && (seen = PyMem_Calloc((size_t)s->nb + 1, 1)) == NULL) {
                     PyErr_NoMemory();
