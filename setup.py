@@ -1,8 +1,8 @@
 """The optional C parts: the reader of computations and their bodies (hloscope/parsers/_block_scan.c), the reader of one
 attribute (hloscope/parsers/_attribute_scan.c), the cost walk's shared rows and the columns of its rows
-(hloscope/cost/_cost_walk.c), the memory model's post order and its walk over plain instructions
-(hloscope/memory/_post_order.c, _liveness_walk.c), its buffer assigner (hloscope/memory/_buffer_assign.c) and the printer of a report's tables as JSON
-(hloscope/result/_json_table.c). Everything else is in pyproject.toml.
+(hloscope/cost/_cost_walk.c), the memory model's post order, its walk over plain instructions and its buffer
+assigner (hloscope/memory/_post_order.c, _liveness_walk.c, _buffer_assign.c) and the printer of a report's tables
+as JSON (hloscope/result/_json_table.c). Everything else is in pyproject.toml.
 
 ``optional=True``: without a C compiler or Python's headers the build prints a warning and goes on, and
 hloscope uses the same steps written in Python (each C file names its twin): the analysis of the corpus's large
