@@ -194,7 +194,8 @@ static int interferes(const State *s, Py_ssize_t ia, Py_ssize_t ib) {
     return 1;
 }
 
-static Py_ssize_t new_alloc(State *s, int kind, int64_t size, char live_out, char readonly) {
+/* A new allocation of the buffer ib alone (Allocation(kind, b.size_bytes, [b.id], ...)); its index. */
+static Py_ssize_t new_alloc(State *s, Py_ssize_t ib, int kind, char live_out, char readonly) {
     Alloc *a;
     if (s->nalloc == s->alloc_cap) {
         Py_ssize_t cap = s->alloc_cap ? 2 * s->alloc_cap : 16;
@@ -209,20 +210,21 @@ static Py_ssize_t new_alloc(State *s, int kind, int64_t size, char live_out, cha
     a = &s->allocs[s->nalloc];
     memset(a, 0, sizeof(Alloc));
     a->kind = kind;
-    a->size = size;
+    a->size = s->b[ib].size;
     a->live_out = live_out;
     a->readonly = readonly;
+    if (vec_push(&a->ids, ib) < 0) {
+        return -1;
+    }
+    s->allocation_of[ib] = s->nalloc;
     return s->nalloc++;
 }
 
-/* The buffer ib joins allocation index (its ids, and its ranges at bisect_right of (start, end)). */
-static int join(State *s, Py_ssize_t index, Py_ssize_t ib, int add_id) {
+/* add_range: the buffer ib's range into allocation index's, at bisect_right of (start, end). */
+static int add_range(State *s, Py_ssize_t index, Py_ssize_t ib) {
     Alloc *a = &s->allocs[index];
     const Buf *b = &s->b[ib];
     Py_ssize_t lo = 0, hi = a->ranges.n;
-    if (add_id && vec_push(&a->ids, ib) < 0) {
-        return -1;
-    }
     while (lo < hi) { /* first range with (start, end) > (b.start, b.end) */
         Py_ssize_t mid = (lo + hi) / 2;
         const Buf *m = &s->b[a->ranges.v[mid]];
@@ -274,7 +276,7 @@ static int try_assign(State *s, Py_ssize_t index, Py_ssize_t ib) {
     }
     a->live_out |= b->live_out;
     s->allocation_of[ib] = index;
-    return join(s, index, ib, 1) < 0 ? -1 : 1;
+    return vec_push(&a->ids, ib) < 0 || add_range(s, index, ib) < 0 ? -1 : 1;
 }
 
 /* How many anchors of `sorted` (positions sorted by their first buffer's start, or with by_end its end) have
@@ -412,7 +414,6 @@ static int read_buffers(State *s, PyObject *buffers, Vec *share_ids) {
         PyObject *obj = PyList_GET_ITEM(buffers, i), *kind, *cands;
         Buf *b = &s->b[i];
         int64_t id;
-        int eq;
         if (read_int64(obj, s_id, &id) < 0 || read_int64(obj, s_size_bytes, &b->size) < 0 ||
             read_int64(obj, s_start, &b->start) < 0 || read_int64(obj, s_end, &b->end) < 0 ||
             read_int64(obj, s_post_order, &b->post_order) < 0 || read_flag(obj, s_live_out, &b->live_out) < 0 ||
@@ -432,17 +433,13 @@ static int read_buffers(State *s, PyObject *buffers, Vec *share_ids) {
         if (kind == NULL) {
             return -1;
         }
-        eq = PyUnicode_Check(kind) ? PyUnicode_Compare(kind, s_constant) : 1;
-        b->kind = KIND_OTHER;
-        if (eq == 0) {
+        b->kind = KIND_OTHER; /* (two str compare without error) */
+        if (PyUnicode_Check(kind) && PyUnicode_Compare(kind, s_constant) == 0) {
             b->kind = KIND_CONSTANT;
         } else if (PyUnicode_Check(kind) && PyUnicode_Compare(kind, s_parameter) == 0) {
             b->kind = KIND_PARAMETER;
         }
         Py_DECREF(kind);
-        if (PyErr_Occurred()) {
-            return -1;
-        }
         cands = PyObject_GetAttr(obj, s_share_candidates);
         if (cands == NULL) {
             return -1;
@@ -525,20 +522,14 @@ static int assign(State *s, Vec *temps, int tiled) {
         const Buf *b = &s->b[ib];
         int done = 0;
         if (b->kind == KIND_CONSTANT) {
-            if ((index = new_alloc(s, ALLOC_CONSTANT, b->size, 0, 1)) < 0 ||
-                vec_push(&s->allocs[index].ids, ib) < 0) {
+            if (new_alloc(s, ib, ALLOC_CONSTANT, 0, 1) < 0) {
                 goto out;
             }
-            s->allocation_of[ib] = index;
             continue;
         }
         if (b->kind == KIND_PARAMETER) {
-            if ((index = new_alloc(s, ALLOC_PARAMETER, b->size, b->live_out, !b->aliased)) < 0 ||
-                vec_push(&s->allocs[index].ids, ib) < 0) {
-                goto out;
-            }
-            s->allocation_of[ib] = index;
-            if (b->aliased && (join(s, index, ib, 0) < 0 || add_anchor(s, index, ib) < 0)) {
+            if ((index = new_alloc(s, ib, ALLOC_PARAMETER, b->live_out, !b->aliased)) < 0 ||
+                (b->aliased && (add_range(s, index, ib) < 0 || add_anchor(s, index, ib) < 0))) {
                 goto out;
             }
             continue;
@@ -550,11 +541,9 @@ static int assign(State *s, Vec *temps, int tiled) {
             continue;
         }
         if (b->tuple_table) {
-            if ((index = new_alloc(s, ALLOC_TUPLE, b->size, b->live_out, 0)) < 0 ||
-                vec_push(&s->allocs[index].ids, ib) < 0) {
+            if (new_alloc(s, ib, ALLOC_TUPLE, b->live_out, 0) < 0) {
                 goto out;
             }
-            s->allocation_of[ib] = index;
             continue;
         }
         if (b->size == 0) {
@@ -616,11 +605,8 @@ static int assign(State *s, Vec *temps, int tiled) {
             }
             continue;
         }
-        if ((index = new_alloc(s, ALLOC_OUTPUT, b->size, 1, 0)) < 0 || vec_push(&s->allocs[index].ids, ib) < 0) {
-            goto out;
-        }
-        s->allocation_of[ib] = index;
-        if (join(s, index, ib, 0) < 0 || add_anchor(s, index, ib) < 0) {
+        if ((index = new_alloc(s, ib, ALLOC_OUTPUT, 1, 0)) < 0 || add_range(s, index, ib) < 0 ||
+            add_anchor(s, index, ib) < 0) {
             goto out;
         }
     }
