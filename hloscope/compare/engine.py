@@ -35,6 +35,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from hloscope._columns import column_list
 from hloscope.compare.rules import Rule, RuleSpec, resolve
 from hloscope.roofline.tables import nansum
 
@@ -134,7 +135,7 @@ def rows(df: pd.DataFrame, columns: Iterable[str] | None = None) -> list[dict[st
     if cols == every:  # one object array of the whole table
         return [dict(zip(cols, values)) for values in df.to_numpy(dtype=object).tolist()]
     # Some columns: a list per column (selecting them first, then one array, took twice as long in pandas 3.1).
-    return [dict(zip(cols, values)) for values in zip(*[df[c].tolist() for c in cols])]
+    return [dict(zip(cols, values)) for values in zip(*[column_list(df, c) for c in cols])]
 
 
 def table_rows(report: Any, table: str, columns: Iterable[str] | None = None) -> list[dict[str, Any]]:

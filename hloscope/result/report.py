@@ -10,6 +10,7 @@ from pathlib import Path
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from hloscope._columns import column_array, column_list
 from hloscope.errors import ReportSchemaError
 from hloscope.result.assertions import ReportAssertions
 
@@ -124,7 +125,8 @@ class Report(ReportAssertions):
         by_name = {fp.module: float(fp.total_bytes) for fp in self._memory or ()}
         if by_name and len(self.modules):
             self.modules["peak_bytes"] = [by_name.get(n, v) for n, v in
-                                          zip(self.modules["name"], self.modules["peak_bytes"])]
+                                          zip(column_list(self.modules, "name"),
+                                                                      column_list(self.modules, "peak_bytes"))]
 
     def steps_across_devices(self) -> pd.DataFrame | None:
         """One row per step: its wall time (the longest device's), the mean over devices of the parts of it, the
@@ -341,21 +343,20 @@ def _records(df: pd.DataFrame, convert: dict[str, Any] | None = None,
     as_they_are = {str, int, bool, type(None)}  # (exact types: no ``item``, not a float)
     names = list(df.columns)
     columns = []
-    for name in names:
-        col = df[name]
-        if col.dtype.kind == "f" and rows and (convert is None or name not in convert):
-            values = np.ascontiguousarray(col.to_numpy(), dtype=np.float64)  # (Rows: NaN printed as null)
-        elif col.dtype.kind == "f":
-            arr = col.to_numpy()
+    for name, dtype in zip(names, df.dtypes.tolist()):
+        if dtype.kind == "f" and rows and (convert is None or name not in convert):
+            values = np.ascontiguousarray(column_array(df, name, np.float64))  # (Rows: NaN printed as null)
+        elif dtype.kind == "f":
+            arr = column_array(df, name, np.float64)
             values = arr.tolist()
             bad = ~np.isfinite(arr)
             if bad.any():
                 for i in np.flatnonzero(bad).tolist():
                     values[i] = None
-        elif col.dtype.kind in "iub":
-            values = col.tolist()
+        elif dtype.kind in "iub":
+            values = column_list(df, name)
         else:
-            values = col.tolist()
+            values = column_list(df, name)
             if not set(map(type, values)) <= as_they_are:
                 values = [_clean_value(v) for v in values]
         if convert is not None and name in convert:

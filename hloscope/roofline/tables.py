@@ -15,6 +15,7 @@ from itertools import compress
 from operator import add, attrgetter
 from typing import TYPE_CHECKING, Mapping
 
+from hloscope._columns import column_array, column_list
 from hloscope._compiled import PURE_PYTHON, compiled
 
 if TYPE_CHECKING:
@@ -450,18 +451,18 @@ def modules_frame(costs: list[ModuleCost], ops: pd.DataFrame, chip: ChipSpec,
     import pandas as pd
 
     n = len(ops)
-    names = ops["module"].tolist()
+    names = column_list(ops, "module")
     rows_of: dict[str, list[int]] = {}
     if costs and names.count(costs[0].module.name) == n:  # one module owns every row: the common case
         rows_of[costs[0].module.name] = list(range(n))
     else:
         for i, name in enumerate(names):
             rows_of.setdefault(name, []).append(i)
-    dtype_col, bound_col = ops["dtype"].tolist(), ops["bound"].tolist()
-    flops_col = ops["flops"].tolist()
-    roofline = ops["roofline_s"].to_numpy(dtype=float)
-    measured_col = ops["measured_s"].to_numpy(dtype=float)
-    part_sums = {c: ops[c].to_numpy(dtype=float) for c in ("compute_s", "memory_s", "comm_s")}
+    dtype_col, bound_col = column_list(ops, "dtype"), column_list(ops, "bound")
+    flops_col = column_list(ops, "flops")
+    roofline = column_array(ops, "roofline_s")
+    measured_col = column_array(ops, "measured_s")
+    part_sums = {c: column_array(ops, c) for c in ("compute_s", "memory_s", "comm_s")}
     rows = []
     for mc in costs:
         name = mc.module.name

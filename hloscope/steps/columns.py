@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Iterable
 
+from hloscope._columns import column_list
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -30,7 +32,7 @@ def add_overlap_columns(ops: pd.DataFrame, modules: pd.DataFrame, hlo_modules: I
     if not len(ops) or not len(modules):
         return
     # (columns read as lists: the pandas equivalents were half a millisecond of a small program's analysis)
-    comm = "collective" in ops["category"].tolist() or any(map(bool, ops["comm_kind"].tolist()))
+    comm = "collective" in column_list(ops, "category") or any(map(bool, column_list(ops, "comm_kind")))
     if hlo_modules and not comm:  # (the common small program: no collective, nothing exposed; no pandas work)
         modules["exposed_comm_roofline_s"] = 0.0
     elif hlo_modules:
@@ -38,7 +40,7 @@ def add_overlap_columns(ops: pd.DataFrame, modules: pd.DataFrame, hlo_modules: I
         if windows:
             ops["overlap_window_s"] = [windows.get(k, np.nan) for k in _keys(ops)]
         modules["exposed_comm_roofline_s"] = [float(exposed_roof.get(name, np.nan))
-                                              for name in modules["name"].tolist()]
+                                              for name in column_list(modules, "name")]
     if breakdown is not None:
         keys = _keys(ops)
         per_op = breakdown.op_overlap
@@ -58,4 +60,4 @@ def add_overlap_columns(ops: pd.DataFrame, modules: pd.DataFrame, hlo_modules: I
 
 def _keys(ops: pd.DataFrame) -> list[tuple[str, str]]:
     """(module, instruction) of each row of ``ops``."""
-    return list(zip(ops["module"].tolist(), ops["instruction"].tolist()))
+    return list(zip(column_list(ops, "module"), column_list(ops, "instruction")))

@@ -26,6 +26,8 @@ from __future__ import annotations
 from itertools import compress
 from typing import TYPE_CHECKING, Iterable
 
+from hloscope._columns import column_list
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -53,7 +55,7 @@ def async_overlap(modules: Iterable[HloModule], ops: pd.DataFrame
     exposed: dict[str, float] = {}
     # The table's columns read once as lists (a pandas mask, .loc and groupby per module cost about a
     # millisecond on the pytest plugin's small programs: a third of their analysis); rows split by module.
-    columns = [ops[c].tolist() for c in ("module", "instruction", "opcode", "computation", "category",
+    columns = [column_list(ops, c) for c in ("module", "instruction", "opcode", "computation", "category",
                                          "comm_kind", "roofline_s")]
     rows_of: dict[str, list[int]] = {}
     for i, m in enumerate(columns[0]):
