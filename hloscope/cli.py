@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import tempfile
 from pathlib import Path
 
 EXIT_OK, EXIT_INTERNAL, EXIT_INPUT, EXIT_PATH = 0, 1, 2, 3
@@ -51,7 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--format", choices=("table", "json", "csv", "html"), default="table",
                         help="output format (default: %(default)r); html: one self-contained page with the "
                         "roofline chart")
-    report.add_argument("-o", "--output", metavar="FILE", help="write to FILE (atomically) instead of stdout")
+    report.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout (a regular file atomically; a device or pipe directly)")
 
     memory = sub.add_parser("memory", help="will it fit? per-device memory of each HLO module: arguments, outputs, "
                             "temporaries at the peak, against the chip's HBM")
@@ -61,7 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
     memory.add_argument("--run", metavar="NAME", help="run under plugins/profile/ (default: newest)")
     memory.add_argument("--module", metavar="NAME", help="only the module whose name or dump file name holds NAME")
     memory.add_argument("--format", choices=("table", "json"), default="table")
-    memory.add_argument("-o", "--output", metavar="FILE", help="write to FILE (atomically) instead of stdout")
+    memory.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout (a regular file atomically; a device or pipe directly)")
     memory.add_argument("--fail-if-not-fits", action="store_true",
                         help="exit 1 when a module does not fit the chip's HBM")
 
@@ -74,7 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
                       "wire_bytes:+0 (repeatable; see docs/diff.md)")
     diff.add_argument("--top", metavar="N", type=_positive_int, default=25, help="ops shown per section")
     diff.add_argument("--format", choices=("table", "json", "html"), default="table")
-    diff.add_argument("-o", "--output", metavar="FILE", help="write to FILE (atomically) instead of stdout")
+    diff.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout (a regular file atomically; a device or pipe directly)")
 
     chips = sub.add_parser("chips", help="list the known chips")
     chips.add_argument("--format", choices=("table", "json"), default="table")
@@ -318,27 +317,13 @@ def _calibrate(args: argparse.Namespace) -> int:
 
 
 def _emit(text: str | list[str | bytes], output: str | None) -> None:
-    """Write ``text`` (or its pieces, one after the other: str, or ASCII bytes) to stdout, or atomically to
-    ``output`` (temp file in the same dir, then ``os.replace``), so an existing report is never left
-    half-written."""
+    """Write ``text`` (or its pieces, one after the other: str, or ASCII bytes) to stdout, or to ``output``
+    (``hloscope._atomic.write_file``: an existing report is never left half-written; ``/dev/null``, a pipe or
+    another device is written to, never replaced)."""
+    from hloscope._atomic import write_file
+
     pieces = text if isinstance(text, list) else [text]
     if output is None:
         _write_pieces(sys.stdout, pieces)
         return
-    target = Path(output)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent or ".")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            _write_pieces(f, pieces)
-        # mkstemp makes the file private (0600); give it the mode a plain open() would (or the old file's).
-        try:
-            mode = target.stat().st_mode & 0o777
-        except FileNotFoundError:
-            umask = os.umask(0)
-            os.umask(umask)
-            mode = 0o666 & ~umask
-        os.chmod(tmp, mode)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_file(output, lambda stream: _write_pieces(stream, pieces))

@@ -35,6 +35,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
+from hloscope._atomic import write_file
+
 from hloscope.compare.engine import DEFAULT_SIGNIFICANT, dims_of, rows
 from hloscope.errors import HloscopeError
 
@@ -482,8 +484,9 @@ def read_baseline(path: str | os.PathLike[str]) -> Baseline | None:
 
 
 def write_baseline(path: str | os.PathLike[str], baseline: Baseline) -> bool:
-    """Write ``baseline`` to ``path`` atomically (``<file>.<pid>.tmp`` then ``os.replace``: a reader never sees
-    half a file), creating parent directories. A file whose content is already identical is left untouched.
+    """Write ``baseline`` to ``path`` atomically (``hloscope._atomic.write_file``: a temporary file, then
+    ``os.replace``; a reader never sees half a file), creating parent directories. A file whose content is
+    already identical is left untouched.
 
     Returns:
         True when the file was written, False when it already held this content.
@@ -496,17 +499,7 @@ def write_baseline(path: str | os.PathLike[str], baseline: Baseline) -> bool:
     except (OSError, UnicodeDecodeError):
         pass
     p.parent.mkdir(parents=True, exist_ok=True)
-    tmp = p.with_name(f"{p.name}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "w", encoding="utf-8", newline="\n") as f:
-            f.write(text)
-        os.replace(tmp, p)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    write_file(p, lambda stream: stream.write(text), newline="\n")
     return True
 
 

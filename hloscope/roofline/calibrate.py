@@ -26,11 +26,11 @@ from __future__ import annotations
 import datetime as _dt
 import os
 import platform
-import tempfile
 import time
 from pathlib import Path
 from typing import Callable, Sequence
 
+from hloscope._atomic import write_file
 from hloscope.roofline.chips import HOST_FILE_NAME, MiB, ChipSpec, chips_to_toml, config_dir
 
 __all__ = ["HOST_CHIP_ID", "calibrate_host", "cpu_model_name", "save_host_chip"]
@@ -246,8 +246,8 @@ def save_host_chip(chip: ChipSpec, path: str | os.PathLike[str] | None = None) -
     """Write a chip to ``host.toml`` atomically, in the format that ``load_chip_file`` reads back.
 
     The text goes to a temporary file in the destination directory, is flushed and fsynced, and then
-    replaces the destination with :func:`os.replace`, so readers see the old file or the new one, never a
-    partial one.
+    replaces the destination with :func:`os.replace` (``hloscope._atomic.write_file``), so readers see the old
+    file or the new one, never a partial one.
 
     Args:
         chip: the chip to save (normally from :func:`calibrate_host`).
@@ -268,17 +268,4 @@ def save_host_chip(chip: ChipSpec, path: str | os.PathLike[str] | None = None) -
             "Format: docs/chips.md. Units: bytes, bytes/s, FLOP/s."
         ),
     )
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp_name, target)
-    except BaseException:
-        try:
-            os.unlink(tmp_name)
-        except OSError:
-            pass
-        raise
-    return target
+    return write_file(target, lambda stream: stream.write(text), newline="\n", fsync=True)
