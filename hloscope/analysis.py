@@ -5,6 +5,7 @@ See ``analyze`` for the inputs it accepts.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections import Counter
 from pathlib import Path
@@ -77,7 +78,8 @@ def analyze(source: Any, *args: Any, chip: str | ChipSpec | None = None, target:
             ``scheduler``, ``progress`` -- are taken as those: bind
             such arguments with ``functools.partial``).
         chip: chip id or alias (``"tpu-v5e"``, ``"h100"``, ``"host"``) or a ``ChipSpec``. Required for
-            programs and HLO inputs; for a trace, default: the chip its device kind names, or for a CPU trace
+            programs and HLO inputs (``"host"`` before ``hloscope calibrate`` wrote ``host.toml``: measured on
+            the fly, once a process, said in ``notes``); for a trace, default: the chip its device kind names, or for a CPU trace
             the calibrated ``host`` chip (measured on the fly when absent).
         target: for a function: ``"auto"`` (default: ``"deviceless"`` for a TPU chip when libtpu is installed and
             no TPU is attached, else ``"backend"``; ``Report.notes`` says which and why), ``"backend"`` (JAX's
@@ -119,18 +121,19 @@ def analyze(source: Any, *args: Any, chip: str | ChipSpec | None = None, target:
 
     from hloscope.parsers import parse_hlo
 
+    chip_notes: list[str] = []  # (the host chip measured on the fly: a static report says so)
     if isinstance(source, (str, os.PathLike)):
         if args or kwargs:
             raise TypeError("hloscope.analyze(text_or_path) takes no example arguments")
         t0 = time.perf_counter()
         try:
             if isinstance(source, str) and not _is_path(source):
-                report = _static([parse_hlo(source)], _resolve_chip(chip, None))
+                report = _static([parse_hlo(source)], _resolve_chip(chip, None, notes=chip_notes))
             else:
                 path = Path(source)
                 read = _hlo_files(path, module)
                 if read is not None:
-                    report = _static(read[0], _resolve_chip(chip, None))
+                    report = _static(read[0], _resolve_chip(chip, None, notes=chip_notes))
                     if read[1]:
                         _dump_dir_report(report, read[1])
                 elif not hlo and _many_hosts(path, run, client, workers, scheduler):
@@ -144,16 +147,18 @@ def analyze(source: Any, *args: Any, chip: str | ChipSpec | None = None, target:
             raise
         except OSError as e:  # the system refused a path (permission denied, ...): name it, no traceback
             raise UnreadablePathError.from_os_error(source, e) from None
+        report.notes[:0] = chip_notes
         report.analysis_s = time.perf_counter() - t0
         return report
 
     from hloscope.compile import compile_program
 
-    spec = _resolve_chip(chip, None)
+    spec = _resolve_chip(chip, None, notes=chip_notes)
     program = compile_program(source, args, kwargs, chip=spec, target=target, topology=topology)
     t0 = time.perf_counter()
     report = _static([parse_hlo(program.hlo_text)], spec)
     report.compiled_for = dict(program.compiled_for)
+    report.notes.extend(chip_notes)
     if program.note:
         report.notes.append(program.note)
     report.compile_s = program.compile_s
@@ -202,7 +207,12 @@ def _resolve_chip(chip: str | ChipSpec | None, platform: str | None, device_kind
         return chip
     chips = all_chips()
     if chip is not None:  # one device's share: every op of a program runs on one device
-        return get_chip(chip, extra=chips).per_device()
+        try:
+            return get_chip(chip, extra=chips).per_device()
+        except UnknownChipError:
+            if str(chip).strip().lower() not in _HOST_NAMES:
+                raise
+        return _host_measured_now(notes).per_device()  # ("host" named before `hloscope calibrate` ran)
     if device_kind and platform in ("gpu", "tpu"):
         try:
             spec = get_device_spec(device_kind, extra=chips)
@@ -214,18 +224,33 @@ def _resolve_chip(chip: str | ChipSpec | None, platform: str | None, device_kind
                              "score against another")
             return spec
     if platform == "cpu":
-        if "host" in chips:
-            return chips["host"]
-        from hloscope.roofline.calibrate import calibrate_host
-
-        if notes is not None:
-            notes.append("host chip measured on the fly; run `hloscope calibrate` once to measure it carefully")
-        return calibrate_host(repeats=3, size=1024, memory_bytes=64 * 2**20)
+        return chips["host"] if "host" in chips else _host_measured_now(notes)
     raise ChipRequiredError(
         "no chip given: pass --chip ID (e.g. tpu-v5e, h100; see `hloscope chips`)"
         + (f" -- the trace names its device {device_kind!r}, which is not in the chip table" if device_kind
            else "" if platform else " -- an HLO text carries no device kind")
     )
+
+
+#: The names of the host chip (``calibrate_host``'s id and alias): a chip that exists once ``hloscope calibrate``
+#: wrote ``host.toml``, and is measured on the fly until then.
+_HOST_NAMES = ("host", "cpu")
+
+
+def _host_measured_now(notes: list[str] | None) -> ChipSpec:
+    """The host chip measured briefly (``calibrate_host`` with few repeats, ~1 s; once a process: the pytest
+    plugin's tests, the command line's forked child and its analysis all score against the same one), saying so
+    in ``notes``."""
+    if notes is not None:
+        notes.append("host chip measured on the fly; run `hloscope calibrate` once to measure it carefully")
+    return _host_measurement()
+
+
+@functools.cache
+def _host_measurement() -> ChipSpec:
+    from hloscope.roofline.calibrate import calibrate_host
+
+    return calibrate_host(repeats=3, size=1024, memory_bytes=64 * 2**20)
 
 
 def _static(modules: list[HloModule], chip: ChipSpec) -> Report:
