@@ -86,9 +86,15 @@ def build_parser() -> argparse.ArgumentParser:
 def console_main() -> int:
     """The ``hloscope`` command and ``python -m hloscope``: ``main`` on ``sys.argv``, then the collector frozen
     for the interpreter's exit (``hloscope._gc.frozen_at_exit``: its last full collection walked every object of
-    the analysis, 0.17 s of a 1.5 s report). Tests call ``main``, which leaves the collector alone."""
+    the analysis, 0.17 s of a 1.5 s report). Tests call ``main``, which leaves the collector alone.
+
+    JAX, where a command needs it at all (``calibrate``, and the host measured on the fly for a CPU trace or
+    ``--chip host``), runs on the CPU only unless ``JAX_PLATFORMS`` says otherwise: no command drives an
+    accelerator, and starting one's runtime costs seconds -- and, with libtpu installed on a machine without a
+    TPU, prints libtpu's warnings about TPU worker hostnames into a report."""
     from hloscope._gc import frozen_at_exit
 
+    os.environ.setdefault("JAX_PLATFORMS", "cpu")
     rc = main(one_shot=True)
     frozen_at_exit()
     return rc
