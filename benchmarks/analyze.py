@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import gc
 import os
+import stat
 import statistics
 import subprocess
 import sys
@@ -129,6 +130,9 @@ def _process_best(cmd: list[str], repeat: int) -> float:
     """Best wall time of ``cmd`` as a child process, after one untimed run. The child may write bytecode caches
     (``PYTHONDONTWRITEBYTECODE`` dropped from its environment): with it set, as in some sandboxes, every module
     edited since its cache was written is compiled again at every start, which no user's install does."""
+    if not stat.S_ISCHR(os.stat(os.devnull).st_mode):  # (a report's tens of MB would be written to a file)
+        sys.exit(f"{os.devnull} is not a character device here: the report rows would time writing to a file. "
+                 f"Restore it (as root: rm {os.devnull} && mknod -m 666 {os.devnull} c 1 3).")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, cwd=REPO, env=env)
     best = float("inf")

@@ -14,6 +14,7 @@ link stays and the file it names is replaced.
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import tempfile
@@ -34,8 +35,9 @@ def write_file(path: str | os.PathLike[str], write: Callable[[IO[str]], None], *
         The path written (a symbolic link resolved).
 
     Raises:
-        OSError: the directory cannot be written, ``path`` is a directory, and what ``write`` raises -- then the
-            destination is as it was and no temporary file is left.
+        OSError: ``path`` is a directory (``IsADirectoryError``), its directory is missing
+            (``FileNotFoundError``, naming the directory) or cannot be written (``PermissionError``, naming it),
+            and what ``write`` raises -- then the destination is as it was and no temporary file is left.
     """
     target = Path(path)
     if target.is_symlink():
@@ -44,11 +46,16 @@ def write_file(path: str | os.PathLike[str], write: Callable[[IO[str]], None], *
         mode = target.stat().st_mode
     except FileNotFoundError:
         mode = None
-    if mode is not None and not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
+    if mode is not None and stat.S_ISDIR(mode):
+        raise IsADirectoryError(errno.EISDIR, "is a directory, not a file", str(path))
+    if mode is not None and not stat.S_ISREG(mode):
         with open(target, "w", encoding="utf-8", newline=newline) as stream:  # a device, a pipe, a socket
             write(stream)
         return target
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    except OSError as e:  # (named by the directory, not by a temporary file the user never asked for)
+        raise type(e)(e.errno, e.strerror, str(target.parent)) from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline=newline) as stream:
             write(stream)

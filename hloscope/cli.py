@@ -119,6 +119,9 @@ def main(argv: list[str] | None = None, *, one_shot: bool = False) -> int:
     except FileNotFoundError as e:
         print(f"hloscope: {e}", file=sys.stderr)
         return EXIT_PATH
+    except OutputError as e:
+        print(f"hloscope: {e}", file=sys.stderr)
+        return EXIT_PATH
     except ValueError as e:  # every HloscopeError (a ValueError: bad input), and stray ValueErrors of libraries
         from hloscope.analysis import ModuleChoiceError
 
@@ -141,6 +144,7 @@ def _report(args: argparse.Namespace, one_shot: bool = False) -> int:
     from hloscope.analysis import analyze, is_hlo_text_file
 
     _require_path(args.path)
+    _require_output(args.output)
     child = None
     if one_shot and args.format == "json" and is_hlo_text_file(args.path):
         child = _footprints_in_child(args.path, args.chip)  # (the JSON holds the memory footprint: other core)
@@ -214,6 +218,7 @@ def _memory(args: argparse.Namespace) -> int:
     import json
 
     _require_path(args.path)
+    _require_output(args.output)
     footprints, chip_id = _with_status(args.path, lambda: _footprints(args))
     if not footprints:
         raise ValueError(f"{args.path}: no HLO module to walk (a Chrome trace holds HLO lines, not a schedule)")
@@ -262,6 +267,7 @@ def _diff(args: argparse.Namespace) -> int:
 
     for path in (args.a, args.b):
         _require_path(path)
+    _require_output(args.output)
     rules = parse_rules(args.fail_on)  # bad rules fail before any analysis
     result = diff(args.a, args.b, chip=args.chip, rules=rules)
     if args.format == "table" and not args.output:
@@ -281,6 +287,24 @@ def _require_path(path: str) -> None:
         from hloscope.errors import MissingPathError
 
         raise MissingPathError(path, "no such file or directory")
+
+
+class OutputError(Exception):
+    """The ``-o`` file cannot be written (exit 3); the message names it and says why."""
+
+
+def _require_output(output: str | None) -> None:
+    """Exit 3 before any work when ``-o`` names a directory, or a file in a directory that does not exist (a long
+    analysis would otherwise end in an error). Whether the directory may be written is learnt when writing."""
+    if output is None:
+        return
+    from hloscope.errors import escaped
+
+    target = Path(output)
+    if target.is_dir():
+        raise OutputError(escaped(f"cannot write {output}: it is a directory; -o takes a file name"))
+    if not target.parent.is_dir():
+        raise OutputError(escaped(f"cannot write {output}: no such directory {target.parent}"))
 
 
 def _with_status(path: str, work):
@@ -332,4 +356,10 @@ def _emit(text: str | list[str | bytes], output: str | None) -> None:
     if output is None:
         _write_pieces(sys.stdout, pieces)
         return
-    write_file(output, lambda stream: _write_pieces(stream, pieces))
+    try:
+        write_file(output, lambda stream: _write_pieces(stream, pieces))
+    except OSError as e:  # (a directory that may not be written, a full disk: named, no traceback)
+        from hloscope.errors import escaped
+
+        where = f" ({e.filename})" if e.filename and os.fspath(e.filename) != output else ""
+        raise OutputError(escaped(f"cannot write {output}: {e.strerror or e}{where}")) from None

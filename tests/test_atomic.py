@@ -112,3 +112,51 @@ def test_report_to_a_pipe_from_the_command_line(tmp_path, fixtures_dir) -> None:
     assert proc.returncode == 0, proc.stderr
     assert got and got[0].startswith(b'{\n "schema": "hloscope.report/3"') and got[0].endswith(b"}\n")
     assert stat.S_ISFIFO(fifo.stat().st_mode)
+
+
+def test_a_missing_directory_is_named_not_a_temporary_file(tmp_path) -> None:
+    target = tmp_path / "no" / "such" / "report.json"
+    with pytest.raises(FileNotFoundError) as err:
+        write_file(target, lambda s: s.write("x"))
+    assert err.value.filename == str(target.parent)
+
+
+def test_an_unwritable_directory_is_named(tmp_path, monkeypatch) -> None:
+    import tempfile
+
+    def refused(*a, **k):
+        raise PermissionError(13, "Permission denied", str(tmp_path / ".report.json.abc.tmp"))
+
+    monkeypatch.setattr(tempfile, "mkstemp", refused)
+    with pytest.raises(PermissionError) as err:
+        write_file(tmp_path / "report.json", lambda s: s.write("x"))
+    assert err.value.filename == str(tmp_path)
+
+
+@pytest.mark.parametrize("where", ["a directory", "a missing directory", "an unwritable directory"])
+def test_the_command_line_says_what_is_wrong_with_its_output(tmp_path, fixtures_dir, capsys, monkeypatch,
+                                                             where) -> None:
+    """``-o`` that cannot be written: one line naming the path and why, exit 3, no traceback; a directory or a
+    missing one before any analysis."""
+    from hloscope import cli
+
+    analyzed = []
+    real = cli._with_status
+    monkeypatch.setattr(cli, "_with_status", lambda path, work: analyzed.append(path) or real(path, work))
+    output = {"a directory": tmp_path, "a missing directory": tmp_path / "missing" / "r.json",
+              "an unwritable directory": tmp_path / "r.json"}[where]
+    if where == "an unwritable directory":
+        import tempfile
+
+        def refused(*a, **k):
+            raise PermissionError(13, "Permission denied", str(tmp_path / ".r.json.x.tmp"))
+
+        monkeypatch.setattr(tempfile, "mkstemp", refused)
+    rc = cli.main(["report", str(fixtures_dir / "hlo" / "cpu_mlp_1dev.hlo.txt"), "--chip", "tpu-v5e", "--format",
+                   "json", "-o", str(output)])
+    err = capsys.readouterr().err
+    assert rc == cli.EXIT_PATH
+    assert err.startswith(f"hloscope: cannot write {output}: ") and err.count("\n") == 1, err
+    assert {"a directory": "it is a directory", "a missing directory": f"no such directory {output.parent}",
+            "an unwritable directory": f"Permission denied ({tmp_path})"}[where] in err
+    assert bool(analyzed) == (where == "an unwritable directory")

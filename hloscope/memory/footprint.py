@@ -24,8 +24,6 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from hloscope._gc import paused_gc
-from hloscope.memory.assignment import assign_buffers
-from hloscope.memory.liveness import analyze_liveness
 
 if TYPE_CHECKING:
     from hloscope.hlo import HloModule
@@ -153,6 +151,11 @@ def footprint(module: HloModule, chip: Any = None) -> MemoryFootprint:
     Checked against XLA on the test generator's programs (CPU and deviceless TPU): benchmarks/memory_vs_xla.py,
     docs/memory.md.
     """
+    # (imported here: a process that only reads footprints -- the command line's parent, whose forked child
+    # computes them -- never loads the memory model)
+    from hloscope.memory.assignment import assign_buffers
+    from hloscope.memory.liveness import analyze_liveness
+
     with paused_gc():  # a few objects per instruction, all kept until the footprint is made: no garbage
         liveness = analyze_liveness(module)
         assignment = assign_buffers(liveness)
