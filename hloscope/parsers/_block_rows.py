@@ -15,6 +15,8 @@ from __future__ import annotations
 import re
 
 from hloscope._compiled import PURE_PYTHON, compiled
+from hloscope.hlo import _NOTHING_DECODED as NOTHING_DECODED
+from hloscope.hlo import HloInstruction
 
 #: One whole line holding one instruction, its line break included: root marker (``ROOT `` or empty), name sigil
 #: (``%`` or empty), name, shape, opcode, operands, attributes (from their ``,``, or empty; not ending in a
@@ -117,6 +119,11 @@ block_rows = py_block_rows if c_block_rows is None or PURE_PYTHON else c_block_r
 #: other operand lists, computations written in place, unknown opcodes and shape texts are left to the Python loop,
 #: which it equals on the rows it builds), or None: then the loop builds every row.
 build_rows = None if PURE_PYTHON else compiled("hloscope.parsers._block_scan", "build_rows")
+#: Whether ``build_rows`` makes ``HloInstruction`` objects itself, its slots filled as ``__init__`` fills them,
+#: instead of calling the class (``set_instruction_class`` in ``_block_scan.c``; False without the extension, or
+#: when the class's slots are not the twelve it knows).
+instructions_made_in_c = build_rows is not None and bool(
+    compiled("hloscope.parsers._block_scan", "set_instruction_class")(HloInstruction, NOTHING_DECODED))
 #: The C reader of whole computations that take the fast paths of ``_hlo_text._Parser._computation`` (a one-line
 #: header, a body ``block_rows`` reads -- the rows ``build_rows`` leaves built by ``BodyReader._rows_into`` --, a
 #: "}" line), checked as ``_finish`` checks a body and made into ``HloComputation`` objects, one after the other

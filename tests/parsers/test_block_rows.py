@@ -289,10 +289,42 @@ def _built(text: str, monkeypatch, builder) -> list:
         module = parse_hlo_text(text)
     except HloParseError as e:
         return [str(e)]
+    from hloscope.hlo import _NOTHING_DECODED, HloInstruction
+
     return [(c.name, c.root_name, [str(s) for s in c.parameter_shapes],
              [(i.name, i.opcode, str(i.shape), i.operands, dict(i.called_computations), i.is_root, i.line, i.literal,
-               i.parameter_number, i.attribute_text) for i in c.instructions])
+               i.parameter_number, i.attribute_text, type(i) is HloInstruction, type(i._decoder).__name__,
+               "nothing to decode" if i._decoded is _NOTHING_DECODED else i._decoded)
+              for i in c.instructions])
             for c in module.computations]
+
+
+def test_instructions_are_made_in_c_with_every_slot_set() -> None:
+    """Where the extension is built, ``build_rows`` makes ``HloInstruction`` objects itself
+    (``set_instruction_class``): each slot set as ``__init__`` sets it (the comparisons above), and a class whose
+    slots are not those twelve is called instead."""
+    from hloscope.parsers import _block_rows, parse_hlo_text
+
+    if _block_rows.build_rows is None:
+        pytest.skip("the C extension is not built (or HLOSCOPE_PURE_PYTHON is set)")
+    assert _block_rows.instructions_made_in_c
+    from hloscope.parsers._block_scan import set_instruction_class
+
+    class Fewer:
+        __slots__ = ("name", "opcode")
+
+    class WithDict:  # (a __dict__: attributes set outside slots)
+        pass
+
+    assert not set_instruction_class(Fewer, None) and not set_instruction_class(WithDict, None)
+    with pytest.raises(TypeError):
+        set_instruction_class("HloInstruction", None)
+    body = "  %p = f32[] parameter(0)\n  ROOT %r = f32[] negate(%p), metadata={op_name=\"n\"}\n}\n"
+    module = parse_hlo_text("HloModule m\n\n" + HEADER + body + "\nENTRY " + HEADER.replace("%c", "%e") + body)
+    for inst in (i for c in module.computations for i in c.instructions):
+        assert [s for s in inst.__slots__ if not hasattr(inst, s)] == []
+        assert (inst.metadata is None) == (inst.opcode == "parameter")
+        assert inst.opcode == "parameter" or inst.metadata.op_name == "n"
 
 
 def test_rows_built_in_c_equal_the_python_loop(monkeypatch, corpus_dir: Path) -> None:
