@@ -79,8 +79,8 @@ def analyze(source: Any, *args: Any, chip: str | ChipSpec | None = None, target:
             such arguments with ``functools.partial``).
         chip: chip id or alias (``"tpu-v5e"``, ``"h100"``, ``"host"``) or a ``ChipSpec``. Required for
             programs and HLO inputs (``"host"`` before ``hloscope calibrate`` wrote ``host.toml``: measured on
-            the fly, once a process, said in ``notes``); for a trace, default: the chip its device kind names, or for a CPU trace
-            the calibrated ``host`` chip (measured on the fly when absent).
+            the fly, once a process, said in ``notes``); for a trace, default: the chip its device kind names,
+            or for a CPU trace the calibrated ``host`` chip (measured on the fly when absent).
         target: for a function: ``"auto"`` (default: ``"deviceless"`` for a TPU chip when libtpu is installed and
             no TPU is attached, else ``"backend"``; ``Report.notes`` says which and why), ``"backend"`` (JAX's
             current backend) or ``"deviceless"`` (a TPU of ``chip``'s generation through libtpu, no TPU needed;

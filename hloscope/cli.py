@@ -13,6 +13,8 @@ import sys
 from pathlib import Path
 
 EXIT_OK, EXIT_INTERNAL, EXIT_INPUT, EXIT_PATH = 0, 1, 2, 3
+#: The help of every command's ``-o`` (``_emit``).
+_OUTPUT_HELP = "write to FILE instead of stdout (a regular file atomically; a device or pipe directly)"
 
 
 def _positive_int(text: str) -> int:
@@ -50,7 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--format", choices=("table", "json", "csv", "html"), default="table",
                         help="output format (default: %(default)r); html: one self-contained page with the "
                         "roofline chart")
-    report.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout (a regular file atomically; a device or pipe directly)")
+    report.add_argument("-o", "--output", metavar="FILE", help=_OUTPUT_HELP)
 
     memory = sub.add_parser("memory", help="will it fit? per-device memory of each HLO module: arguments, outputs, "
                             "temporaries at the peak, against the chip's HBM")
@@ -60,7 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
     memory.add_argument("--run", metavar="NAME", help="run under plugins/profile/ (default: newest)")
     memory.add_argument("--module", metavar="NAME", help="only the module whose name or dump file name holds NAME")
     memory.add_argument("--format", choices=("table", "json"), default="table")
-    memory.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout (a regular file atomically; a device or pipe directly)")
+    memory.add_argument("-o", "--output", metavar="FILE", help=_OUTPUT_HELP)
     memory.add_argument("--fail-if-not-fits", action="store_true",
                         help="exit 1 when a module does not fit the chip's HBM")
 
@@ -73,7 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
                       "wire_bytes:+0 (repeatable; see docs/diff.md)")
     diff.add_argument("--top", metavar="N", type=_positive_int, default=25, help="ops shown per section")
     diff.add_argument("--format", choices=("table", "json", "html"), default="table")
-    diff.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout (a regular file atomically; a device or pipe directly)")
+    diff.add_argument("-o", "--output", metavar="FILE", help=_OUTPUT_HELP)
 
     chips = sub.add_parser("chips", help="list the known chips")
     chips.add_argument("--format", choices=("table", "json"), default="table")

@@ -105,7 +105,8 @@ def test_report_to_a_pipe_from_the_command_line(tmp_path, fixtures_dir) -> None:
     got: list[bytes] = []
     reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()), daemon=True)
     reader.start()
-    proc = subprocess.run([sys.executable, "-m", "hloscope", "report", str(fixtures_dir / "hlo" / "cpu_mlp_1dev.hlo.txt"),
+    fixture = str(fixtures_dir / "hlo" / "cpu_mlp_1dev.hlo.txt")
+    proc = subprocess.run([sys.executable, "-m", "hloscope", "report", fixture,
                            "--chip", "tpu-v5e", "--format", "json", "-o", str(fifo)],
                           capture_output=True, text=True, cwd=REPO, timeout=120)
     reader.join(10)

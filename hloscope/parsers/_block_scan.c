@@ -928,7 +928,8 @@ static Py_ssize_t build_range(PyObject *rows, Py_ssize_t start, Py_ssize_t line,
         call_args[8] = number;
         call_args[9] = rest;
         call_args[10] = decoder;
-        inst = new == (PyObject *)INST_TYPE ? make_instruction(call_args) : PyObject_Vectorcall(new, call_args, 11, NULL);
+        inst = new == (PyObject *)INST_TYPE ? make_instruction(call_args)
+                                            : PyObject_Vectorcall(new, call_args, 11, NULL);
         Py_DECREF(operands);
         Py_DECREF(ln);
         Py_DECREF(number);

@@ -65,7 +65,8 @@ def test_another_unknown_name_is_still_an_error(uncalibrated, fixtures_dir) -> N
 
 def test_command_line_report_on_the_host(tmp_path, fixtures_dir) -> None:
     env = {**os.environ, "HLOSCOPE_CONFIG_DIR": str(tmp_path / "empty-config")}
-    proc = subprocess.run([sys.executable, "-m", "hloscope", "report", str(fixtures_dir / "hlo" / "cpu_mlp_1dev.hlo.txt"),
+    fixture = str(fixtures_dir / "hlo" / "cpu_mlp_1dev.hlo.txt")
+    proc = subprocess.run([sys.executable, "-m", "hloscope", "report", fixture,
                            "--chip", "host", "--format", "json"], capture_output=True, text=True, cwd=REPO, env=env,
                           timeout=300)
     assert proc.returncode == 0, proc.stderr
