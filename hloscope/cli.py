@@ -13,6 +13,9 @@ import sys
 from pathlib import Path
 
 EXIT_OK, EXIT_INTERNAL, EXIT_INPUT, EXIT_PATH = 0, 1, 2, 3
+#: The status of a command whose stdout reader went away: 128 + SIGPIPE, as a shell reports a process that
+#: signal ended.
+EXIT_BROKEN_PIPE = 141
 #: The help of every command's ``-o`` (``_emit``).
 _OUTPUT_HELP = "write to FILE instead of stdout (a regular file atomically; a device or pipe directly)"
 
@@ -93,11 +96,25 @@ def console_main() -> int:
     JAX, where a command needs it at all (``calibrate``, and the host measured on the fly for a CPU trace or
     ``--chip host``), runs on the CPU only unless ``JAX_PLATFORMS`` says otherwise: no command drives an
     accelerator, and starting one's runtime costs seconds -- and, with libtpu installed on a machine without a
-    TPU, prints libtpu's warnings about TPU worker hostnames into a report."""
+    TPU, prints libtpu's warnings about TPU worker hostnames into a report.
+
+    When the reader of stdout goes away (``hloscope report ... | head``), the command stops quietly with status
+    141, as a process ended by SIGPIPE does, instead of a ``BrokenPipeError`` traceback."""
     from hloscope._gc import frozen_at_exit
 
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
-    rc = main(one_shot=True)
+    try:
+        rc = main(one_shot=True)
+        sys.stdout.flush()  # (a reader gone is found here at the latest, not in the interpreter's exit)
+    except BrokenPipeError:
+        # stdout pointed at the null device, so that the interpreter's own flush at exit finds nothing to fail
+        # on (the recipe of Python's signal module documentation, "Note on SIGPIPE").
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
+    except SystemExit as e:  # rich's terminal output follows the same recipe, then exits with 1
+        if isinstance(e.__context__, BrokenPipeError):
+            return EXIT_BROKEN_PIPE
+        raise
     frozen_at_exit()
     return rc
 

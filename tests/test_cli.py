@@ -60,3 +60,16 @@ def test_chips_json_fields(capsys):
 def test_python_dash_m():
     proc = subprocess.run([sys.executable, "-m", "hloscope", "--help"], capture_output=True, text=True)
     assert proc.returncode == 0 and "report" in proc.stdout
+
+
+@pytest.mark.parametrize("fmt", ["json", "table"])
+def test_a_reader_gone_is_a_quiet_exit_141(fmt, tmp_path):
+    """``hloscope report ... | head``: the reader closes the pipe; the command stops with status 141 (128 + SIGPIPE,
+    as a shell reports a process that signal ended) and no ``BrokenPipeError`` traceback, in either format."""
+    fixture = Path(__file__).resolve().parents[1] / "fixtures" / "hlo" / "cpu_collectives.hlo.txt"
+    proc = subprocess.Popen([sys.executable, "-m", "hloscope", "report", str(fixture), "--chip", "tpu-v5e",
+                             "--format", fmt], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()  # (before the command writes anything: every write finds no reader)
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 141, err
+    assert "Traceback" not in err and "BrokenPipeError" not in err, err
