@@ -14,8 +14,9 @@ PURE_PYTHON = os.environ.get("HLOSCOPE_PURE_PYTHON", "") not in ("", "0")
 
 def compiled(module: str, name: str) -> Callable | None:
     """The function ``name`` of the C extension ``module`` (``hloscope.parsers._block_scan``, ...), or None when
-    the extension was not built."""
+    the extension was not built -- or was built from an older source that lacks ``name`` (an editable install
+    whose sources moved on since ``pip install -e .``): the Python twin runs instead."""
     try:
         return getattr(importlib.import_module(module), name)
-    except ImportError:
+    except (ImportError, AttributeError):
         return None

@@ -122,8 +122,10 @@ build_rows = None if PURE_PYTHON else compiled("hloscope.parsers._block_scan", "
 #: Whether ``build_rows`` makes ``HloInstruction`` objects itself, its slots filled as ``__init__`` fills them,
 #: instead of calling the class (``set_instruction_class`` in ``_block_scan.c``; False without the extension, or
 #: when the class's slots are not the twelve it knows).
-instructions_made_in_c = build_rows is not None and bool(
-    compiled("hloscope.parsers._block_scan", "set_instruction_class")(HloInstruction, NOTHING_DECODED))
+_set_instruction_class = None if build_rows is None else compiled("hloscope.parsers._block_scan",
+                                                                   "set_instruction_class")
+instructions_made_in_c = _set_instruction_class is not None and bool(
+    _set_instruction_class(HloInstruction, NOTHING_DECODED))
 #: The C reader of whole computations that take the fast paths of ``_hlo_text._Parser._computation`` (a one-line
 #: header, a body ``block_rows`` reads -- the rows ``build_rows`` leaves built by ``BodyReader._rows_into`` --, a
 #: "}" line), checked as ``_finish`` checks a body and made into ``HloComputation`` objects, one after the other
