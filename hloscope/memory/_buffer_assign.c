@@ -28,6 +28,20 @@ static const char *ALLOC_KINDS[] = {"parameter", "constant", "tuple", "output"};
 static PyObject *s_id, *s_size_bytes, *s_start, *s_end, *s_kind, *s_live_out, *s_aliased_parameter,
     *s_is_tuple_table, *s_share_candidates, *s_post_order, *s_constant, *s_parameter;
 
+/* Room for more items in *items, an array of *cap items of item_size bytes: its capacity doubled (first_cap
+ * items at first); 0, or -1 with MemoryError (*items as it was). */
+static int grow(void **items, Py_ssize_t *cap, Py_ssize_t first_cap, size_t item_size) {
+    Py_ssize_t more = *cap ? 2 * *cap : first_cap;
+    void *v = PyMem_Realloc(*items, (size_t)more * item_size);
+    if (v == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    *items = v;
+    *cap = more;
+    return 0;
+}
+
 /* A growable array of Py_ssize_t. */
 typedef struct {
     Py_ssize_t *v;
@@ -35,15 +49,8 @@ typedef struct {
 } Vec;
 
 static int vec_push(Vec *a, Py_ssize_t x) {
-    if (a->n == a->cap) {
-        Py_ssize_t cap = a->cap ? 2 * a->cap : 4;
-        Py_ssize_t *v = PyMem_Realloc(a->v, (size_t)cap * sizeof(Py_ssize_t));
-        if (v == NULL) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        a->v = v;
-        a->cap = cap;
+    if (a->n == a->cap && grow((void **)&a->v, &a->cap, 4, sizeof(Py_ssize_t)) < 0) {
+        return -1;
     }
     a->v[a->n++] = x;
     return 0;
@@ -197,15 +204,8 @@ static int interferes(const State *s, Py_ssize_t ia, Py_ssize_t ib) {
 /* A new allocation of the buffer ib alone (Allocation(kind, b.size_bytes, [b.id], ...)); its index. */
 static Py_ssize_t new_alloc(State *s, Py_ssize_t ib, int kind, char live_out, char readonly) {
     Alloc *a;
-    if (s->nalloc == s->alloc_cap) {
-        Py_ssize_t cap = s->alloc_cap ? 2 * s->alloc_cap : 16;
-        Alloc *v = PyMem_Realloc(s->allocs, (size_t)cap * sizeof(Alloc));
-        if (v == NULL) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        s->allocs = v;
-        s->alloc_cap = cap;
+    if (s->nalloc == s->alloc_cap && grow((void **)&s->allocs, &s->alloc_cap, 16, sizeof(Alloc)) < 0) {
+        return -1;
     }
     a = &s->allocs[s->nalloc];
     memset(a, 0, sizeof(Alloc));
@@ -340,6 +340,7 @@ static int peak(State *s, const Vec *temps, Py_ssize_t times, int64_t alignment,
     Py_ssize_t n = times + 1, i, t, best_time = 0;
     int64_t *delta, live = 0, best = 0, slack = 0;
     char *chosen, *taken;
+    int rc = -1;
     if (temps->n == 0) {
         *out_bytes = 0;
         *out_time = -1;
@@ -349,21 +350,15 @@ static int peak(State *s, const Vec *temps, Py_ssize_t times, int64_t alignment,
     chosen = PyMem_Calloc((size_t)(s->nb ? s->nb : 1), 1);
     taken = PyMem_Calloc((size_t)(s->nb ? s->nb : 1), 1);
     if (delta == NULL || chosen == NULL || taken == NULL) {
-        PyMem_Free(delta);
-        PyMem_Free(chosen);
-        PyMem_Free(taken);
         PyErr_NoMemory();
-        return -1;
+        goto done;
     }
     for (i = 0; i < temps->n; i++) {
         const Buf *b = &s->b[temps->v[i]];
         if (b->start < 0 || b->start >= n || b->end < -1 || b->end >= n) {
             PyErr_Format(PyExc_ValueError, "assign_run: temp buffer %zd has the live range [%lld, %lld], outside "
                          "the schedule's %zd times", temps->v[i], (long long)b->start, (long long)b->end, times);
-            PyMem_Free(delta);
-            PyMem_Free(chosen);
-            PyMem_Free(taken);
-            return -1;
+            goto done;
         }
         chosen[temps->v[i]] = 1;
     }
@@ -400,12 +395,14 @@ static int peak(State *s, const Vec *temps, Py_ssize_t times, int64_t alignment,
             }
         }
     }
+    *out_bytes = best - slack;
+    *out_time = best_time;
+    rc = 0;
+done:
     PyMem_Free(delta);
     PyMem_Free(chosen);
     PyMem_Free(taken);
-    *out_bytes = best - slack;
-    *out_time = best_time;
-    return 0;
+    return rc;
 }
 
 static int read_buffers(State *s, PyObject *buffers, Vec *share_ids) {
@@ -454,49 +451,42 @@ static int read_buffers(State *s, PyObject *buffers, Vec *share_ids) {
     return 0;
 }
 
+/* The buffer ids of ids as a new list of ints, or NULL. */
+static PyObject *id_list(const Vec *ids) {
+    PyObject *out = PyList_New(ids->n);
+    Py_ssize_t i;
+    for (i = 0; out != NULL && i < ids->n; i++) {
+        PyObject *x = PyLong_FromSsize_t(ids->v[i]);
+        if (x == NULL) {
+            Py_CLEAR(out);
+            break;
+        }
+        PyList_SET_ITEM(out, i, x);
+    }
+    return out;
+}
+
 static PyObject *result_of(State *s, const Vec *temps, int64_t temp_bytes, Py_ssize_t peak_time) {
-    PyObject *allocs = PyList_New(s->nalloc), *temp_list = NULL;
-    Py_ssize_t i, j;
+    PyObject *allocs = PyList_New(s->nalloc), *temp_list;
+    Py_ssize_t i;
     if (allocs == NULL) {
         return NULL;
     }
     for (i = 0; i < s->nalloc; i++) {
         Alloc *a = &s->allocs[i];
-        PyObject *ids = PyList_New(a->ids.n), *item;
-        if (ids == NULL) {
-            Py_DECREF(allocs);
-            return NULL;
-        }
-        for (j = 0; j < a->ids.n; j++) {
-            PyObject *x = PyLong_FromSsize_t(a->ids.v[j]);
-            if (x == NULL) {
-                Py_DECREF(ids);
-                Py_DECREF(allocs);
-                return NULL;
-            }
-            PyList_SET_ITEM(ids, j, x);
-        }
-        item = Py_BuildValue("(sLNOO)", ALLOC_KINDS[a->kind], (long long)a->size, ids,
-                             a->live_out ? Py_True : Py_False, a->readonly ? Py_True : Py_False);
-        if (item == NULL) {
+        PyObject *ids = id_list(&a->ids), *item;
+        item = ids == NULL ? NULL : Py_BuildValue("(sLNOO)", ALLOC_KINDS[a->kind], (long long)a->size, ids,
+                                                  a->live_out ? Py_True : Py_False, a->readonly ? Py_True : Py_False);
+        if (item == NULL) { /* ("N" took ids, also on failure) */
             Py_DECREF(allocs);
             return NULL;
         }
         PyList_SET_ITEM(allocs, i, item);
     }
-    temp_list = PyList_New(temps->n);
+    temp_list = id_list(temps);
     if (temp_list == NULL) {
         Py_DECREF(allocs);
         return NULL;
-    }
-    for (i = 0; i < temps->n; i++) {
-        PyObject *x = PyLong_FromSsize_t(temps->v[i]);
-        if (x == NULL) {
-            Py_DECREF(temp_list);
-            Py_DECREF(allocs);
-            return NULL;
-        }
-        PyList_SET_ITEM(temp_list, i, x);
     }
     return Py_BuildValue("(NNLn)", allocs, temp_list, (long long)temp_bytes, peak_time);
 }

@@ -56,7 +56,7 @@ static PyObject *plain_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
     PyObject *walk, *cname, *names, *opcodes, *shapes, *lists, *trees, *needs_python, *elementwise;
     PyObject *parent = NULL, *define_time = NULL, *last_use = NULL, *value_shapes = NULL, *table_len = NULL,
              *origin = NULL, *share = NULL, *sequence = NULL, *operand_values = NULL, *copy_reads = NULL;
-    PyObject *result = NULL, *now = NULL;
+    PyObject *result = NULL, *now = NULL, *vid = NULL, *size = NULL; /* (vid, size: the current instruction's) */
     PyObject *ops[MAX_OPERANDS];
     Py_ssize_t start, n, i, k, count;
     (void)self;
@@ -108,7 +108,7 @@ static PyObject *plain_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
     for (i = start < 0 ? 0 : start; i < n; i++) {
         PyObject *op = PyTuple_GET_ITEM(opcodes, i), *shape = PyTuple_GET_ITEM(shapes, i);
         PyObject *name = PyTuple_GET_ITEM(names, i), *operands = PyList_GET_ITEM(lists, i);
-        PyObject *etype, *vid, *time, *entry, *values;
+        PyObject *etype, *time, *entry, *values;
         Py_ssize_t time_i, m;
         int found, is_tuple, plain = 1;
         if (!PyUnicode_Check(op) || !PyTuple_CheckExact(operands)) {
@@ -176,20 +176,17 @@ static PyObject *plain_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
             PyList_Append(last_use, s_minus_one) < 0 || PyList_Append(value_shapes, shape) < 0 ||
             PyList_Append(table_len, s_zero) < 0 || PyList_Append(origin, entry) < 0) {
             Py_XDECREF(entry);
-            Py_DECREF(vid);
             goto done;
         }
         Py_DECREF(entry);
         /* _Walk._share_candidates: an operand of the same HBM size the result may take over in place. */
         found = PySet_Contains(elementwise, op);
         if (found < 0) {
-            Py_DECREF(vid);
             goto done;
         }
         if (found && count) {
-            PyObject *size = PyObject_GetAttr(shape, s_hbm_size_bytes);
+            size = PyObject_GetAttr(shape, s_hbm_size_bytes);
             if (size == NULL) {
-                Py_DECREF(vid);
                 goto done;
             }
             for (k = 0; k < count; k++) {
@@ -197,14 +194,10 @@ static PyObject *plain_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
                 PyObject *other, *other_size;
                 int same;
                 if (t == -1 && PyErr_Occurred()) {
-                    Py_DECREF(size);
-                    Py_DECREF(vid);
                     goto done;
                 }
                 other = PyList_GetItem(value_shapes, t);
                 if (other == NULL) {
-                    Py_DECREF(size);
-                    Py_DECREF(vid);
                     goto done;
                 }
                 if (other == Py_None) {
@@ -214,12 +207,10 @@ static PyObject *plain_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
                 same = other_size ? PyObject_RichCompareBool(other_size, size, Py_EQ) : -1;
                 Py_XDECREF(other_size);
                 if (same < 0 || (same && append_new(share, PyTuple_Pack(3, vid, ops[k], time)) < 0)) {
-                    Py_DECREF(size);
-                    Py_DECREF(vid);
                     goto done;
                 }
             }
-            Py_DECREF(size);
+            Py_CLEAR(size);
         }
         /* Operand last uses. */
         for (k = 0; k < count; k++) {
@@ -227,25 +218,21 @@ static PyObject *plain_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
             PyObject *last = (t == -1 && PyErr_Occurred()) ? NULL : PyList_GetItem(last_use, t);
             Py_ssize_t last_i;
             if (last == NULL) {
-                Py_DECREF(vid);
                 goto done;
             }
             last_i = PyLong_AsSsize_t(last);
             if (last_i == -1 && PyErr_Occurred()) {
-                Py_DECREF(vid);
                 goto done;
             }
             if (last_i < time_i) {
                 Py_INCREF(time);
                 if (PyList_SetItem(last_use, t, time) < 0) {
-                    Py_DECREF(vid);
                     goto done;
                 }
             }
         }
         values = PyTuple_New(count);
         if (values == NULL) {
-            Py_DECREF(vid);
             goto done;
         }
         for (k = 0; k < count; k++) {
@@ -258,16 +245,17 @@ static PyObject *plain_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
         }
         Py_DECREF(values);
         if (found < 0 || PyErr_Occurred() || PyDict_SetItem(trees, name, vid) < 0) {
-            Py_DECREF(vid);
             goto done;
         }
-        Py_DECREF(vid);
+        Py_CLEAR(vid);
     }
     if (now != NULL && PyObject_SetAttr(walk, s_now, now) < 0) {
         goto done;
     }
     result = PyLong_FromSsize_t(i);
 done:
+    Py_XDECREF(vid);
+    Py_XDECREF(size);
     Py_XDECREF(now);
     Py_XDECREF(parent);
     Py_XDECREF(define_time);
