@@ -119,11 +119,11 @@ block_rows = py_block_rows if c_block_rows is None or PURE_PYTHON else c_block_r
 #: other operand lists, computations written in place, unknown opcodes and shape texts are left to the Python loop,
 #: which it equals on the rows it builds), or None: then the loop builds every row.
 build_rows = None if PURE_PYTHON else compiled("hloscope.parsers._block_scan", "build_rows")
+_set_instruction_class = None if build_rows is None else compiled("hloscope.parsers._block_scan",
+                                                                   "set_instruction_class")
 #: Whether ``build_rows`` makes ``HloInstruction`` objects itself, its slots filled as ``__init__`` fills them,
 #: instead of calling the class (``set_instruction_class`` in ``_block_scan.c``; False without the extension, or
 #: when the class's slots are not the twelve it knows).
-_set_instruction_class = None if build_rows is None else compiled("hloscope.parsers._block_scan",
-                                                                   "set_instruction_class")
 instructions_made_in_c = _set_instruction_class is not None and bool(
     _set_instruction_class(HloInstruction, NOTHING_DECODED))
 #: The C reader of whole computations that take the fast paths of ``_hlo_text._Parser._computation`` (a one-line

@@ -124,9 +124,8 @@ class Report(ReportAssertions):
         """The modules table's ``peak_bytes`` column from ``memory`` (matched by module name)."""
         by_name = {fp.module: float(fp.total_bytes) for fp in self._memory or ()}
         if by_name and len(self.modules):
-            self.modules["peak_bytes"] = [by_name.get(n, v) for n, v in
-                                          zip(column_list(self.modules, "name"),
-                                                                      column_list(self.modules, "peak_bytes"))]
+            names, peaks = column_list(self.modules, "name"), column_list(self.modules, "peak_bytes")
+            self.modules["peak_bytes"] = [by_name.get(n, v) for n, v in zip(names, peaks)]
 
     def steps_across_devices(self) -> pd.DataFrame | None:
         """One row per step: its wall time (the longest device's), the mean over devices of the parts of it, the

@@ -409,8 +409,8 @@ class _RowLookups:
 
     def categories(self) -> list[str]:
         """``category(inst, module)`` of each row."""
-        first = dict(zip(self.opcodes, self.insts))
-        of_opcode = {op: category(inst, self.module) for op, inst in first.items() if op != "fusion"}
+        one_each = dict(zip(self.opcodes, self.insts))  # (an instruction of each opcode: the last one)
+        of_opcode = {op: category(inst, self.module) for op, inst in one_each.items() if op != "fusion"}
         out = list(map(of_opcode.get, self.opcodes))
         kinds: dict = {}
         for k in self._more:

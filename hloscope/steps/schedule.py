@@ -56,7 +56,7 @@ def async_overlap(modules: Iterable[HloModule], ops: pd.DataFrame
     # The table's columns read once as lists (a pandas mask, .loc and groupby per module cost about a
     # millisecond on the pytest plugin's small programs: a third of their analysis); rows split by module.
     columns = [column_list(ops, c) for c in ("module", "instruction", "opcode", "computation", "category",
-                                         "comm_kind", "roofline_s")]
+                                             "comm_kind", "roofline_s")]
     rows_of: dict[str, list[int]] = {}
     for i, m in enumerate(columns[0]):
         rows_of.setdefault(m, []).append(i)
