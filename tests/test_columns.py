@@ -1,4 +1,5 @@
-"""``hloscope._columns``: a DataFrame's columns read from the stored arrays equal what pandas' ``Series`` gives."""
+"""``hloscope._columns``: a DataFrame's columns read from the stored arrays equal what pandas' ``Series`` gives, and
+a DataFrame made from columns equals what ``pd.DataFrame`` makes of them."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import pandas as pd
 import pytest
 
 import hloscope
-from hloscope._columns import column_array, column_list
+from hloscope._columns import column_array, column_list, frame_from_columns
 
 
 def _same(a: list, b: list) -> bool:
@@ -86,3 +87,87 @@ def test_without_pandas_accessor_the_series_path_runs(monkeypatch, tables) -> No
     for name in df.columns:
         assert _same(column_list(df, name), df[name].tolist()), name
     assert column_array(df, "flops").tolist() == df["flops"].tolist()
+
+
+def _assert_same_frame(got: pd.DataFrame, want: pd.DataFrame) -> None:
+    """Equal values (NaN equal to NaN), dtypes, column index and row index, and the same block layout."""
+    pd.testing.assert_frame_equal(got, want, check_exact=True, check_dtype=True, check_index_type=True,
+                                  check_column_type=True)
+    assert list(got.columns) == list(want.columns)
+    assert [str(d) for d in got.dtypes] == [str(d) for d in want.dtypes]
+    assert got._mgr.nblocks == want._mgr.nblocks
+
+
+def _as_built(df: pd.DataFrame) -> dict:
+    """A table's columns as the tables hand them over: float, int and bool columns as their numpy arrays, text
+    columns as lists of strings."""
+    return {name: (df[name].to_numpy().copy() if df[name].dtype.kind in "fiub" else df[name].tolist())
+            for name in df.columns}
+
+
+def test_frame_from_columns_equals_pandas_on_real_tables(tables) -> None:
+    built = 0
+    for df in tables:
+        columns = _as_built(df)
+        if not len(df) or not columns:
+            continue
+        _assert_same_frame(frame_from_columns(columns), pd.DataFrame(columns, columns=list(columns)))
+        order = np.arange(len(df))[::-1].copy()
+        want = pd.DataFrame(columns, columns=list(columns)).take(order)
+        want.index = pd.RangeIndex(len(want))
+        _assert_same_frame(frame_from_columns(columns, order), want)
+        built += 1
+    assert built >= 6
+
+
+@pytest.mark.parametrize("columns", [
+    {"text": ["a", "b", "c"], "x": np.array([1.0, math.nan, -0.0]), "n": [1, 2, 3], "flag": np.array([True, False, True])},
+    {"f": [1.5, math.nan, math.inf], "i": np.array([1, 2, 3], dtype=np.int64)},
+    {"big": [1, 2**63], "s": ["x", "y"]},  # (beyond int64: pandas' own inference)
+    {"mixed": [1, 2.5], "none": [None, "a"]},  # (mixed types, None: pandas' own inference)
+    {"f32": np.array([1.0, 2.0], dtype=np.float32), "s": ["x", "y"]},  # (a dtype kept by pandas' path)
+    {"tuple": ("a", "b"), "s": ["x", "y"]},
+    {"empty": [], "also": []},
+    {"ints": [np.int64(1), np.int64(2)]},  # (numpy scalars: pandas' own inference)
+])
+def test_frame_from_columns_equals_pandas_on_made_columns(columns) -> None:
+    want = pd.DataFrame(columns, columns=list(columns))
+    _assert_same_frame(frame_from_columns(columns), want)
+    if len(want) > 1:
+        order = np.array([1, 0])
+        taken = want.take(order)
+        taken.index = pd.RangeIndex(len(taken))
+        _assert_same_frame(frame_from_columns(columns, order), taken)
+
+
+def test_frame_from_columns_of_different_lengths_raises_as_pandas() -> None:
+    columns = {"a": [1.0, 2.0], "b": ["x"]}
+    with pytest.raises(ValueError):
+        pd.DataFrame(columns)
+    with pytest.raises(ValueError):
+        frame_from_columns(columns)
+
+
+def test_frame_from_columns_copies_the_arrays() -> None:
+    """The table holds its own copy: changing the array handed over leaves it as it was."""
+    values = np.array([1.0, 2.0])
+    df = frame_from_columns({"a": values, "b": ["x", "y"]})
+    values[0] = 9.0
+    assert df["a"].tolist() == [1.0, 2.0]
+
+
+def test_frame_from_columns_without_pandas_constructor_is_pandas(monkeypatch) -> None:
+    monkeypatch.delattr(pd.DataFrame, "_from_arrays")
+    columns = {"a": np.array([1.0, 2.0]), "b": ["x", "y"]}
+    _assert_same_frame(frame_from_columns(columns), pd.DataFrame(columns))
+
+
+def test_the_modules_table_made_by_columns_equals_one_made_from_records(tables) -> None:
+    """``modules_frame`` makes its table from its rows' columns: the same frame as from the row dicts."""
+    for df in tables:
+        if "mfu" not in df.columns or not len(df):
+            continue
+        records = df.astype(object).where(df.notna(), math.nan).to_dict("records")
+        records = [{k: (v.item() if hasattr(v, "item") else v) for k, v in r.items()} for r in records]
+        columns = {c: [r[c] for r in records] for c in df.columns}
+        _assert_same_frame(frame_from_columns(columns), pd.DataFrame(records, columns=list(df.columns)))

@@ -15,7 +15,7 @@ from itertools import compress
 from operator import add, attrgetter
 from typing import TYPE_CHECKING, Mapping
 
-from hloscope._columns import column_array, column_list
+from hloscope._columns import column_array, column_list, frame_from_columns
 from hloscope._compiled import PURE_PYTHON, compiled
 
 if TYPE_CHECKING:
@@ -118,7 +118,6 @@ def ops_frame(costs: list[ModuleCost], chip: ChipSpec, measured: Mapping[tuple[s
     metadata and fusion kinds are read without decoding the other attributes.
     """
     import numpy as np
-    import pandas as pd
 
     from hloscope.roofline.score import devices_per_physical_chip
 
@@ -159,29 +158,10 @@ def ops_frame(costs: list[ModuleCost], chip: ChipSpec, measured: Mapping[tuple[s
         for c in _MEASURED_COLUMNS:
             frame[c] = np.full(total, math.nan)
     order = _descending_order(np.asarray(frame["measured_s" if measured else "roofline_s"], dtype=float))
-    if order is not None and total < _TAKE_ROWS:
-        frame = {c: _taken(frame[c], order) for c in OP_COLUMNS}
-    df = pd.DataFrame({c: frame[c] for c in OP_COLUMNS}, columns=OP_COLUMNS)
-    if order is not None and total >= _TAKE_ROWS:  # (pandas reorders its arrays in C)
-        df = df.take(order)
-        df.index = pd.RangeIndex(len(df))
+    df = frame_from_columns({c: frame[c] for c in OP_COLUMNS}, order)
     if not total:
         df = df.astype(object)  # (an empty table has the dtypes of one built from records)
     return df
-
-
-#: Tables of at least this many rows are reordered by pandas (``DataFrame.take``: C over each column, but ~0.2 ms
-#: of fixed cost), smaller ones column by column before the DataFrame is made (``_taken``).
-_TAKE_ROWS = 2000
-
-
-def _taken(values, order):
-    """``values`` (an array or a list) in ``order``."""
-    import numpy as np
-
-    if isinstance(values, np.ndarray):
-        return values[order]
-    return [values[i] for i in order.tolist()]
 
 
 def _descending_order(key):
@@ -448,7 +428,6 @@ def modules_frame(costs: list[ModuleCost], ops: pd.DataFrame, chip: ChipSpec,
     table time).
     """
     import numpy as np
-    import pandas as pd
 
     n = len(ops)
     names = column_list(ops, "module")
@@ -504,7 +483,7 @@ def modules_frame(costs: list[ModuleCost], ops: pd.DataFrame, chip: ChipSpec,
             # filled by hloscope.steps.columns.add_overlap_columns:
             "exposed_comm_roofline_s": math.nan, "exposed_comm_s": math.nan, "comm_hidden_fraction": math.nan,
         })
-    return pd.DataFrame(rows, columns=MODULE_COLUMNS)
+    return frame_from_columns({c: [row[c] for row in rows] for c in MODULE_COLUMNS})
 
 
 def nansum(values) -> float:
