@@ -129,6 +129,8 @@ def test_frame_from_columns_equals_pandas_on_real_tables(tables) -> None:
     {"tuple": ("a", "b"), "s": ["x", "y"]},
     {"empty": [], "also": []},
     {"ints": [np.int64(1), np.int64(2)]},  # (numpy scalars: pandas' own inference)
+    {"sub": [np.str_("x"), "y"], "nan": ["a", math.nan]},  # (a str subclass: a string column; NaN: pandas')
+    {"bytes": [b"x", b"y"], "bools": [True, False]},
 ])
 def test_frame_from_columns_equals_pandas_on_made_columns(columns) -> None:
     want = pd.DataFrame(columns, columns=list(columns))
@@ -138,6 +140,13 @@ def test_frame_from_columns_equals_pandas_on_made_columns(columns) -> None:
         taken = want.take(order)
         taken.index = pd.RangeIndex(len(taken))
         _assert_same_frame(frame_from_columns(columns, order), taken)
+
+
+def test_frame_from_columns_keeps_a_str_subclass_as_pandas_does() -> None:
+    got = frame_from_columns({"s": [np.str_("x"), "y"]})["s"].array
+    want = pd.DataFrame({"s": [np.str_("x"), "y"]})["s"].array
+    assert got.dtype == want.dtype
+    assert [type(v) for v in got] == [type(v) for v in want]
 
 
 def test_frame_from_columns_of_different_lengths_raises_as_pandas() -> None:
