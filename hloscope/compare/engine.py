@@ -128,13 +128,11 @@ def _num(value: Any) -> float:
 def rows(df: pd.DataFrame, columns: Iterable[str] | None = None) -> list[dict[str, Any]]:
     """The rows of ``df`` as dicts of Python values (``DataFrame.to_dict("records")``, several times faster on
     small tables: column lists zipped)."""
-    every = list(df.columns)
-    cols = every if columns is None else [c for c in columns if c in df.columns]
+    cols = list(df.columns) if columns is None else [c for c in columns if c in df.columns]
     if not cols or not len(df):
         return []
-    if cols == every:  # one object array of the whole table
-        return [dict(zip(cols, values)) for values in df.to_numpy(dtype=object).tolist()]
-    # Some columns: a list per column (selecting them first, then one array, took twice as long in pandas 3.1).
+    # (a list per column, read from its stored array: ~2x faster than one object array of the table, whose
+    # values are the same Python objects, at 1 row and at 21,000)
     return [dict(zip(cols, values)) for values in zip(*[column_list(df, c) for c in cols])]
 
 

@@ -33,6 +33,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Union
 
 from hloscope.units import parse_fraction as parse_fraction  # re-exported: the one fraction parser
@@ -157,10 +158,12 @@ def parse_rules(texts: str | Rule | Iterable[str | Rule]) -> tuple[Rule, ...]:
     return tuple(out)
 
 
+@lru_cache(maxsize=64)
 def default_rules(tolerance: float = DEFAULT_TOLERANCE) -> tuple[Rule, ...]:
     """What a tolerance means (the plugin's baselines): each module's roofline time, FLOPs, HBM bytes and wire
     bytes, each collective kind's wire bytes and each significant op's roofline time may grow by ``tolerance``
-    (relative); no new collective (kind or op count) and no op whose bound class gets worse.
+    (relative); no new collective (kind or op count) and no op whose bound class gets worse. Made once per
+    tolerance (a tuple of frozen rules: the plugin asks for the same one every test).
 
     >>> [r.text for r in default_rules(0.05)]  # doctest: +NORMALIZE_WHITESPACE
     ['roofline_s:+5%', 'flops:+5%', 'hbm_bytes:+5%', 'wire_bytes:+5%', 'collective.wire_bytes:+5%',

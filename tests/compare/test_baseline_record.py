@@ -87,3 +87,28 @@ def test_unknown_chip_and_errors_pickle():
         again = pickle.loads(pickle.dumps(err))
         assert type(again) is type(err) and str(again) == str(err)
     assert issubclass(bl.BaselineError, HloscopeError) and BaselineError is bl.BaselineError
+
+
+def test_rows_are_the_tables_records_as_python_values(fixtures_dir):
+    """``engine.rows`` (a list per column) gives what one object array of the whole table gives, value for value
+    and type for type: Python floats, ints, bools and strings, no numpy scalars."""
+    import hloscope
+    from hloscope.compare.engine import rows
+
+    static = hloscope.analyze(fixtures_dir / "hlo" / "cpu_collectives.hlo.txt", chip="tpu-v5e")
+    traced = hloscope.analyze(fixtures_dir / "profile" / "cpu_train_step")
+    checked = 0
+    for df in (static.ops, static.modules, traced.ops, traced.modules, traced.steps):
+        cols = list(df.columns)
+        expected = [dict(zip(cols, values)) for values in df.to_numpy(dtype=object).tolist()]
+        got = rows(df)
+        assert len(got) == len(expected) == len(df) > 0
+        for e, g in zip(expected, got):
+            assert list(e) == list(g)
+            assert all(_same(e[k], g[k]) and type(e[k]) is type(g[k]) for k in e), (e, g)
+            assert not any(type(v).__module__ == "numpy" for v in g.values())
+        checked += 1
+        some = cols[::3]
+        for part, whole in zip(rows(df, some), got, strict=True):
+            assert list(part) == some and all(_same(part[c], whole[c]) for c in some)
+    assert checked == 5
