@@ -180,3 +180,14 @@ def test_the_modules_table_made_by_columns_equals_one_made_from_records(tables) 
         records = [{k: (v.item() if hasattr(v, "item") else v) for k, v in r.items()} for r in records]
         columns = {c: [r[c] for r in records] for c in df.columns}
         _assert_same_frame(frame_from_columns(columns), pd.DataFrame(records, columns=list(df.columns)))
+
+
+def test_each_frame_has_its_own_column_index() -> None:
+    """The column index is made once per set of names, and each frame gets its own copy: naming one frame's
+    columns leaves the next frame's unnamed."""
+    columns = {"a": np.array([1.0, 2.0]), "b": ["x", "y"]}
+    first = frame_from_columns(columns)
+    first.columns.name = "renamed"
+    second = frame_from_columns(columns)
+    assert second.columns.name is None and first.columns is not second.columns
+    _assert_same_frame(second, pd.DataFrame(columns))

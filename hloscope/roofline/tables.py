@@ -415,8 +415,13 @@ _READS_MORE = frozenset({"fusion", "dot", "convolution", "ragged-dot"})
 
 
 def modules_frame(costs: list[ModuleCost], ops: pd.DataFrame, chip: ChipSpec,
-                  step_s: Mapping[str, float] | None = None) -> pd.DataFrame:
+                  step_s: Mapping[str, float] | None = None, schedule_known: bool = False) -> pd.DataFrame:
     """One row per module: totals of ``ops``, the measured step time, MFU, and time by bound class.
+
+    ``schedule_known``: the modules' HLO is at hand, so ``steps.columns.add_overlap_columns`` fills
+    ``exposed_comm_roofline_s`` from their schedules; where no op of the table communicates
+    (``communicates``), the column is made 0.0 at once, as that function would set it (a column set afterwards
+    is a pandas assignment: ~0.1 ms of a small program's analysis on a cold cache). Else it starts NaN.
 
     ``mfu = flops / (measured_s * peak)`` at the dtype holding most of the module's FLOPs -- NaN, flagged
     ``mfu-above-peak``, where it would exceed 1 (the chip does not fit the trace); ``cost_coverage``: the share
@@ -438,6 +443,7 @@ def modules_frame(costs: list[ModuleCost], ops: pd.DataFrame, chip: ChipSpec,
         for i, name in enumerate(names):
             rows_of.setdefault(name, []).append(i)
     dtype_col, bound_col = column_list(ops, "dtype"), column_list(ops, "bound")
+    exposed_roof = 0.0 if schedule_known and n and not communicates(ops) else math.nan
     flops_col = column_list(ops, "flops")
     roofline = column_array(ops, "roofline_s")
     measured_col = column_array(ops, "measured_s")
@@ -481,9 +487,14 @@ def modules_frame(costs: list[ModuleCost], ops: pd.DataFrame, chip: ChipSpec,
             "communication_bound_s": float(by_bound.get("communication", 0.0)),
             "caveats": ",".join(sorted(flags)), "peak_bytes": math.nan,  # filled by Report.memory
             # filled by hloscope.steps.columns.add_overlap_columns:
-            "exposed_comm_roofline_s": math.nan, "exposed_comm_s": math.nan, "comm_hidden_fraction": math.nan,
+            "exposed_comm_roofline_s": exposed_roof, "exposed_comm_s": math.nan, "comm_hidden_fraction": math.nan,
         })
     return frame_from_columns({c: [row[c] for row in rows] for c in MODULE_COLUMNS})
+
+
+def communicates(ops: pd.DataFrame) -> bool:
+    """Whether an op of the table is a collective or moves bytes between chips (a ``comm_kind``)."""
+    return "collective" in column_list(ops, "category") or any(map(bool, column_list(ops, "comm_kind")))
 
 
 def nansum(values) -> float:

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Iterable
 
-from hloscope._columns import column_list
+from hloscope._columns import column_array, column_list
+from hloscope.roofline.tables import communicates
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -31,10 +32,10 @@ def add_overlap_columns(ops: pd.DataFrame, modules: pd.DataFrame, hlo_modules: I
     hlo_modules = list(hlo_modules)
     if not len(ops) or not len(modules):
         return
-    # (columns read as lists: the pandas equivalents were half a millisecond of a small program's analysis)
-    comm = "collective" in column_list(ops, "category") or any(map(bool, column_list(ops, "comm_kind")))
+    comm = communicates(ops)
     if hlo_modules and not comm:  # (the common small program: no collective, nothing exposed; no pandas work)
-        modules["exposed_comm_roofline_s"] = 0.0
+        if not (column_array(modules, "exposed_comm_roofline_s") == 0.0).all():  # (modules_frame may have)
+            modules["exposed_comm_roofline_s"] = 0.0
     elif hlo_modules:
         windows, exposed_roof = async_overlap(hlo_modules, ops)
         if windows:

@@ -131,3 +131,32 @@ def test_html_draws_each_step_as_stacked_bars():
     heights = [sum(float(h) for x, h, _ in rects if float(x) == x0) for x0 in xs]
     means = per[[c for c, _, _ in STEP_PARTS]].sum(axis=1).tolist()
     assert [h / max(heights) for h in heights] == pytest.approx([m / max(means) for m in means], abs=0.01)
+
+
+@pytest.mark.parametrize("name", ["cpu_mlp_1dev.hlo.txt", "cpu_collectives.hlo.txt", "tpu-v5e_collectives.hlo.txt",
+                                  "cpu_transformer_scan_grad.hlo.txt"])
+def test_modules_table_made_with_the_schedule_known_is_what_the_overlap_pass_fills(fixtures_dir, name):
+    """``modules_frame(schedule_known=True)`` makes ``exposed_comm_roofline_s`` 0.0 at once where no op
+    communicates; the tables after ``add_overlap_columns`` are the same as when that pass sets every value."""
+    from hloscope.cost import module_cost
+    from hloscope.parsers import parse_hlo
+    from hloscope.roofline.chips import get_chip
+    from hloscope.roofline.tables import communicates, modules_frame, ops_frame
+    from hloscope.steps.columns import add_overlap_columns
+
+    module = parse_hlo(fixtures_dir / "hlo" / name)
+    chip = get_chip("tpu-v5e")
+    costs = [module_cost(module)]
+    built = {}
+    for known in (False, True):
+        ops = ops_frame(costs, chip)
+        table = modules_frame(costs, ops, chip, schedule_known=known)
+        made = table["exposed_comm_roofline_s"].tolist()
+        if known and not communicates(ops):
+            assert made == [0.0]
+        else:
+            assert all(v != v for v in made)  # NaN until the overlap pass
+        add_overlap_columns(ops, table, [module])
+        built[known] = (ops, table)
+    assert built[True][0].equals(built[False][0]) and built[True][1].equals(built[False][1])
+    assert communicates(built[True][0]) == (name != "cpu_mlp_1dev.hlo.txt")
