@@ -87,8 +87,6 @@ def category(inst, module) -> str:
         return "control"
     if op == "custom-call":
         return "custom-call"
-    if op in _MOVE:
-        return "data-movement"
     if op in ("reduce", "reduce-window", "scatter", "select-and-scatter", "sort", "map"):
         return "reduction"
     return "elementwise"
