@@ -12,10 +12,10 @@ with a dtype, which copies where the stored dtype differs): the caller may chang
 table. tests/test_columns.py holds them equal to the ``Series`` path on every column of real reports.
 
 ``frame_from_columns`` is ``pd.DataFrame(columns)`` for the plain columns the tables are made of (numpy arrays,
-lists of strings, floats or ints): it makes each column's array with the dtype pandas would infer and hands them to
-``DataFrame._from_arrays`` (pandas' own constructor from finished arrays, private; a frame of any other column,
-or a pandas without it, is made by ``pd.DataFrame``). tests/test_columns.py holds the two equal, dtypes and
-column index included.
+lists of strings, floats or ints): it makes each column's array with the dtype pandas would infer and hands
+them to ``DataFrame._from_arrays`` (pandas' own constructor from finished arrays, private; a frame of any other
+column, or a pandas without it, is made by ``pd.DataFrame``). tests/test_columns.py holds the two equal, dtypes
+and column index included.
 """
 
 from __future__ import annotations
@@ -79,9 +79,9 @@ def frame_from_columns(columns: dict[str, Any], order: Any = None) -> pd.DataFra
     it is (copied into its block), a list of exact ``str`` as the string array pandas makes of one (without
     checking each value again where those arrays hold Python strings; a ``str`` subclass's values kept, as pandas
     keeps them), a list of exact ``float`` as a float64 array, a list of exact ``int`` within int64 as an int64
-    array. A frame with any other column (a list of
-    mixed types, None, numpy scalars...), no rows, or columns of different lengths, is made by ``pd.DataFrame``
-    itself (then taken in ``order``).
+    array. A frame with any other column (a list of mixed types, None, numpy scalars...), no rows, or columns of
+    different lengths, is made by ``pd.DataFrame`` itself (then taken in ``order``). The column index is made
+    once per set of names (``_column_index``).
 
     Raises:
         what ``pd.DataFrame`` raises for such columns (columns of different lengths: ValueError).
