@@ -73,6 +73,14 @@ _MATMUL = frozenset({"dot", "convolution", "ragged-dot"})
 _FLOAT_ORDER = ("f64", "f32", "bf16", "f16", "fp8", "fp4")
 
 
+def calls_matmul(inst: HloInstruction, module: HloModule) -> bool:
+    """Whether a computation ``inst`` calls (``calls``: a fusion's fused computation) holds a dot, convolution or
+    ragged dot, read from the computation's opcodes without building its instructions. Where it does not,
+    ``matmul_dtype`` of a fusion is None and ``op_dtype`` the result's dtype."""
+    return any(not _MATMUL.isdisjoint(module.computation(name).opcode_set)
+               for name in inst.called_computations.get("calls", ()))
+
+
 def matmul_dtype(inst: HloInstruction, module: HloModule) -> str | None:
     """Element type the matrix unit runs at for a dot/convolution (or a fusion or custom call holding one):
     the widest operand type, floats winning over integers. None when the instruction has no matmul."""

@@ -362,14 +362,17 @@ class _RowLookups:
 
     def dtypes(self) -> list[str]:
         """``score.op_dtype`` of each row."""
-        from hloscope.roofline.score import op_dtype, result_dtype
+        from hloscope.roofline.score import calls_matmul, op_dtype, result_dtype
 
         of_shape = {key: result_dtype(shape) for key, shape in self._distinct_shapes.items()}
         out = list(map(of_shape.__getitem__, self.shape_ids))
         found: dict = {}
+        module = self.module
         for k in self._more:
             inst = self.insts[k]
             opcode = inst.opcode
+            if opcode == "fusion" and not calls_matmul(inst, module):
+                continue  # (no matmul inside: op_dtype is its result's dtype, as ``out`` holds)
             if opcode in _FUSED_MATMUL:
                 shape_of = self.module.computation(self.rows[k].computation).shape_of
                 operand_types = [shape_of(o).element_type for o in inst.operands[:2]]
