@@ -239,6 +239,11 @@ class BaselineReport:
         columns = list(data)
         return [dict(zip(columns, values)) for values in zip(*data.values())]
 
+    def table_columns(self, table: str) -> dict[str, list[Any]]:
+        """The columns of ``ops`` or ``modules`` as lists of Python values (equal to ``column_list`` of each
+        column of the table)."""
+        return _columns(self.baseline, table)
+
 
 # --------------------------------------------------------------------------------------------------------------
 # Recording

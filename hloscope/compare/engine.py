@@ -49,7 +49,7 @@ if TYPE_CHECKING:
 __all__ = [
     "SCHEMA", "DEFAULT_SIGNIFICANT", "SAME", "OP_FIELDS", "MODULE_FIELDS", "OP_DIFF_COLUMNS",
     "MODULE_DIFF_COLUMNS", "COLLECTIVE_DIFF_COLUMNS", "BOUND_RANK", "dims_of", "identity", "is_collective", "rows",
-    "table_rows", "compare", "Diff",
+    "table_rows", "table_columns", "compare", "Diff",
 ]
 
 #: Schema of ``Diff.to_json`` (``/3``: the op fields ``count`` and ``shape`` became ``executions`` and
@@ -142,6 +142,17 @@ def table_rows(report: Any, table: str, columns: Iterable[str] | None = None) ->
     may hold more columns than asked for)."""
     own = getattr(report, "table_rows", None)
     return own(table) if own is not None else rows(getattr(report, table), columns)
+
+
+def table_columns(report: Any, table: str, columns: Iterable[str]) -> dict[str, list[Any]]:
+    """Column -> values (Python objects) of ``columns`` of ``report``'s ``ops`` or ``modules`` table, leaving out
+    columns the table lacks; what its own ``table_columns(table)`` gives when it has one
+    (``baseline.BaselineReport``: every column of the table, made without a DataFrame)."""
+    own = getattr(report, "table_columns", None)
+    if own is not None:
+        return own(table)
+    df = getattr(report, table)
+    return {c: column_list(df, c) for c in columns if c in df.columns}
 
 
 def is_collective(opcode: str, comm_kind: str) -> bool:
@@ -286,15 +297,22 @@ _OP_TEXT = ("instruction", "opcode", "op_name", "result_shape", "category", "dty
 
 def _op_records(report: Any) -> dict[str, list[dict[str, Any]]]:
     """module -> the rows of ``report``'s ops as dicts with clean text and float fields, keyed for pairing,
-    sorted by roofline time then FLOPs (largest first, NaN last)."""
+    sorted by roofline time then FLOPs (largest first, NaN last). Cleaned column by column (a column the table
+    lacks: "" or NaN), then zipped into the rows."""
     out: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    columns = table_columns(report, "ops", ("module", *_OP_TEXT, *OP_FIELDS))
+    count = len(next(iter(columns.values()))) if columns else 0
+    if not count:
+        return out
+    values = [[v if isinstance(v, str) else "" for v in columns[c]] if c in columns else [""] * count
+              for c in _OP_TEXT]
+    values += [[v if type(v) is float else _num(v) for v in columns[f]] if f in columns else [math.nan] * count
+               for f in OP_FIELDS]
+    keys = (*_OP_TEXT, *OP_FIELDS)
     dims: dict[str, str] = {}  # result shape -> dims_of (a few hundred distinct shapes in a large table)
-    for rec in table_rows(report, "ops", ("module", *_OP_TEXT, *OP_FIELDS)):
-        get = rec.get
-        r = {c: v if isinstance(v := get(c), str) else "" for c in _OP_TEXT}
-        for f in OP_FIELDS:
-            v = get(f, math.nan)
-            r[f] = v if type(v) is float else _num(v)
+    modules = columns["module"] if "module" in columns else [None] * count
+    for module, row in zip(modules, zip(*values)):
+        r = dict(zip(keys, row))
         if r["category"] == "unjoined":  # a trace op's only identity is its name
             r["op_name"], r["opcode"], r["result_shape"] = r["instruction"], "", ""
         shape = r["result_shape"]
@@ -302,7 +320,7 @@ def _op_records(report: Any) -> dict[str, list[dict[str, Any]]]:
         if d is None:
             d = dims[shape] = dims_of(shape)
         r["dims"] = d
-        out[str(get("module"))].append(r)
+        out[str(module)].append(r)
 
     def order(r: dict[str, Any]) -> tuple[bool, float, bool, float]:
         t, f = r["roofline_s"], r["flops"]

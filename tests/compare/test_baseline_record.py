@@ -61,6 +61,7 @@ def _same(x, y) -> bool:
 def test_baseline_report_rows_are_the_report_tables_rows():
     """The plugin compares against ``BaselineReport`` (rows without DataFrames): the same rows, value for value
     and type for type, as the DataFrames of ``to_report``, and the same diff."""
+    from hloscope._columns import column_list
     from hloscope.compare.engine import rows
 
     a = report(ROWS)
@@ -73,6 +74,11 @@ def test_baseline_report_rows_are_the_report_tables_rows():
         for e, g in zip(expected, got):
             assert list(e) == list(g)
             assert all(_same(e[k], g[k]) and type(e[k]) is type(g[k]) for k in e), (e, g)
+        columns = lean.table_columns(table)  # (what the comparison reads of a baseline: the same, by column)
+        assert list(columns) == list(getattr(full, table).columns)
+        for name, values in columns.items():
+            want = column_list(getattr(full, table), name)
+            assert all(_same(w, g) and type(w) is type(g) for w, g in zip(want, values, strict=True)), name
     for rules in (0.05, "roofline_s:+0,flops:+0,op.bound:+0"):
         assert compare(lean, a, rules=rules).to_json() == compare(full, a, rules=rules).to_json()
     assert lean.ops.equals(full.ops)  # the DataFrames, when asked for
