@@ -393,15 +393,11 @@ class _RowLookups:
         one_each = dict(zip(self.opcodes, self.insts))  # (an instruction of each opcode: the last one)
         of_opcode = {op: category(inst, self.module) for op, inst in one_each.items() if op != "fusion"}
         out = list(map(of_opcode.get, self.opcodes))
-        kinds: dict = {}
-        for k in self._more:
+        module = self.module
+        for k in self._more:  # (fusions seldom share a fused computation: no memo)
             inst = self.insts[k]
             if inst.opcode == "fusion":
-                key = (inst.called_computations.get("calls", ()), inst.attribute("kind", "?"))
-                found = kinds.get(key)
-                if found is None:
-                    found = kinds[key] = category(inst, self.module)
-                out[k] = found
+                out[k] = category(inst, module)
         return out
 
     def shape_texts(self) -> list[str]:
