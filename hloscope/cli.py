@@ -135,10 +135,7 @@ def main(argv: list[str] | None = None, *, one_shot: bool = False) -> int:
         if args.command == "memory":
             return _memory(args)
         return _calibrate(args)
-    except FileNotFoundError as e:
-        print(f"hloscope: {e}", file=sys.stderr)
-        return EXIT_PATH
-    except OutputError as e:
+    except (FileNotFoundError, OutputError) as e:  # (a path to read that is missing, or -o that cannot be written)
         print(f"hloscope: {e}", file=sys.stderr)
         return EXIT_PATH
     except ValueError as e:  # every HloscopeError (a ValueError: bad input), and stray ValueErrors of libraries

@@ -235,9 +235,8 @@ class BaselineReport:
 
     def table_rows(self, table: str) -> list[dict[str, Any]]:
         """The rows of ``ops`` or ``modules`` as dicts of Python values (equal to ``engine.rows`` of the table)."""
-        data = _columns(self.baseline, table)
-        columns = list(data)
-        return [dict(zip(columns, values)) for values in zip(*data.values())]
+        data = self.table_columns(table)
+        return [dict(zip(data, values)) for values in zip(*data.values())]
 
     def table_columns(self, table: str) -> dict[str, list[Any]]:
         """The columns of ``ops`` or ``modules`` as lists of Python values (equal to ``column_list`` of each

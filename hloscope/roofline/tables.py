@@ -374,17 +374,17 @@ class _RowLookups:
             if opcode == "fusion" and not calls_matmul(inst, module):
                 continue  # (no matmul inside: op_dtype is its result's dtype, as ``out`` holds)
             if opcode in _FUSED_MATMUL:
-                shape_of = self.module.computation(self.rows[k].computation).shape_of
+                shape_of = module.computation(self.rows[k].computation).shape_of
                 operand_types = [shape_of(o).element_type for o in inst.operands[:2]]
                 key = (opcode, tuple(operand_types), id(inst.shape))
                 dtype = found.get(key)
                 if dtype is None:
-                    dtype = found[key] = op_dtype(inst, self.module, operand_types)
+                    dtype = found[key] = op_dtype(inst, module, operand_types)
             else:
                 key = (opcode, id(inst.shape), inst.called_computations.get("calls", ()))
                 dtype = found.get(key)
                 if dtype is None:
-                    dtype = found[key] = op_dtype(inst, self.module)
+                    dtype = found[key] = op_dtype(inst, module)
             out[k] = dtype
         return out
 
