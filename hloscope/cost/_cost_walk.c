@@ -1,6 +1,7 @@
-/* The shared-cost rows of the cost walk (hloscope.cost.module._Analyzer.visit) without a Python step, and
- * the columns of its CostRows in one pass each (cost_totals: module totals; table_columns: the ops table's
- * fields; each function's comment below says what it returns).
+/* The shared-cost rows of the cost walk (hloscope.cost.module._Analyzer.visit) without a Python step, the
+ * columns of its CostRows in one pass each (cost_totals: module totals; table_columns: the ops table's
+ * fields), and the fields a computation's structure is keyed by (structure_fields: hloscope.cost.structure);
+ * each function's comment below says what it returns.
  *
  * shared_rows(insts, start, computation, count, index, shapes, by_shapes, ruled, cost_row, out) -> int
  *
@@ -438,6 +439,173 @@ done:
     return out;
 }
 
+/* ---- structure_fields ----------------------------------------------------------------------------------
+ * structure_fields(insts, index, bare, without_metadata) -> (fields, calls) | None
+ *
+ * hloscope.cost.structure.py_structure_fields in one pass (that function's docstring is the specification;
+ * tests/cost/test_structure.py holds the two equal): per instruction, in order, appended to the list fields:
+ * its opcode, id(shape), the number of its operands, each operand's position (index[name]), its attribute
+ * text without metadata (bare[text], else without_metadata(text), kept in bare), its literal and its
+ * parameter number; and for each instruction with called computations, (its index, the position of its text
+ * in fields) in the list calls. None where an operand is not in index or a text's bare form is None. */
+
+static PyObject *STR_TEXT, *STR_LITERAL, *STR_PARAMETER, *STR_CALLS;
+
+static int init_structure_names(void) {
+    if (STR_TEXT != NULL) {
+        return 0;
+    }
+    STR_TEXT = PyUnicode_InternFromString("attribute_text");
+    STR_LITERAL = PyUnicode_InternFromString("literal");
+    STR_PARAMETER = PyUnicode_InternFromString("parameter_number");
+    STR_CALLS = PyUnicode_InternFromString("called_computations");
+    return (STR_TEXT && STR_LITERAL && STR_PARAMETER && STR_CALLS) ? 0 : -1;
+}
+
+/* Append the attribute attr of inst to fields (0, or -1 on error). */
+static int append_attr(PyObject *fields, PyObject *inst, PyObject *attr) {
+    PyObject *value = PyObject_GetAttr(inst, attr);
+    int r;
+    if (value == NULL) {
+        return -1;
+    }
+    r = PyList_Append(fields, value);
+    Py_DECREF(value);
+    return r;
+}
+
+static PyObject *structure_fields(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    PyObject *insts, *index, *bare, *strip, *fields = NULL, *calls = NULL, *out = NULL;
+    Py_ssize_t n, i;
+    (void)self;
+    if (nargs != 4 || !(PyList_Check(args[0]) || PyTuple_Check(args[0])) || !PyDict_Check(args[1])
+        || !PyDict_Check(args[2])) {
+        PyErr_SetString(PyExc_TypeError, "structure_fields(insts, index: dict, bare: dict, without_metadata)");
+        return NULL;
+    }
+    if (init_names() < 0 || init_structure_names() < 0) {
+        return NULL;
+    }
+    insts = args[0];
+    index = args[1];
+    bare = args[2];
+    strip = args[3];
+    n = PySequence_Fast_GET_SIZE(insts);
+    fields = PyList_New(0);
+    calls = PyList_New(0);
+    if (fields == NULL || calls == NULL) {
+        goto done;
+    }
+    for (i = 0; i < n; i++) {
+        PyObject *inst = PySequence_Fast_GET_ITEM(insts, i), *shape, *operands, *text, *b, *called, *item;
+        Py_ssize_t k, m;
+        int has_calls;
+        if (append_attr(fields, inst, STR_OPCODE) < 0) {
+            goto done;
+        }
+        shape = PyObject_GetAttr(inst, STR_SHAPE);
+        if (shape == NULL) {
+            goto done;
+        }
+        item = PyLong_FromVoidPtr(shape); /* id(shape) (the instruction keeps it alive) */
+        Py_DECREF(shape);
+        if (item == NULL || PyList_Append(fields, item) < 0) {
+            Py_XDECREF(item);
+            goto done;
+        }
+        Py_DECREF(item);
+        operands = PyObject_GetAttr(inst, STR_OPERANDS);
+        if (operands == NULL) {
+            goto done;
+        }
+        if (!PyTuple_Check(operands)) {
+            Py_DECREF(operands);
+            PyErr_SetString(PyExc_TypeError, "expected a tuple of operand names");
+            goto done;
+        }
+        m = PyTuple_GET_SIZE(operands);
+        item = PyLong_FromSsize_t(m);
+        if (item == NULL || PyList_Append(fields, item) < 0) {
+            Py_XDECREF(item);
+            Py_DECREF(operands);
+            goto done;
+        }
+        Py_DECREF(item);
+        for (k = 0; k < m; k++) {
+            PyObject *at = PyDict_GetItemWithError(index, PyTuple_GET_ITEM(operands, k));
+            if (at == NULL) {
+                Py_DECREF(operands);
+                if (PyErr_Occurred()) {
+                    goto done;
+                }
+                Py_INCREF(Py_None);
+                out = Py_None; /* an operand not in the body */
+                goto done;
+            }
+            if (PyList_Append(fields, at) < 0) {
+                Py_DECREF(operands);
+                goto done;
+            }
+        }
+        Py_DECREF(operands);
+        text = PyObject_GetAttr(inst, STR_TEXT);
+        if (text == NULL) {
+            goto done;
+        }
+        b = PyDict_GetItemWithError(bare, text);
+        if (b != NULL) {
+            Py_INCREF(b);
+        } else if (PyErr_Occurred()) {
+            Py_DECREF(text);
+            goto done;
+        } else {
+            b = PyObject_CallOneArg(strip, text);
+            if (b == NULL || PyDict_SetItem(bare, text, b) < 0) {
+                Py_XDECREF(b);
+                Py_DECREF(text);
+                goto done;
+            }
+        }
+        Py_DECREF(text);
+        if (b == Py_None) {
+            Py_DECREF(b);
+            Py_INCREF(Py_None);
+            out = Py_None; /* a text the key cannot be sure of */
+            goto done;
+        }
+        called = PyObject_GetAttr(inst, STR_CALLS);
+        if (called == NULL) {
+            Py_DECREF(b);
+            goto done;
+        }
+        has_calls = PyObject_IsTrue(called);
+        Py_DECREF(called);
+        if (has_calls < 0) {
+            Py_DECREF(b);
+            goto done;
+        }
+        if (has_calls) {
+            item = Py_BuildValue("(nn)", i, PyList_GET_SIZE(fields));
+            if (item == NULL || PyList_Append(calls, item) < 0) {
+                Py_XDECREF(item);
+                Py_DECREF(b);
+                goto done;
+            }
+            Py_DECREF(item);
+        }
+        k = PyList_Append(fields, b);
+        Py_DECREF(b);
+        if (k < 0 || append_attr(fields, inst, STR_LITERAL) < 0 || append_attr(fields, inst, STR_PARAMETER) < 0) {
+            goto done;
+        }
+    }
+    out = PyTuple_Pack(2, fields, calls);
+done:
+    Py_XDECREF(fields);
+    Py_XDECREF(calls);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"shared_rows", (PyCFunction)(void (*)(void))shared_rows, METH_FASTCALL,
      "shared_rows(insts, start, computation, count, index, shapes, by_shapes, ruled, cost_row, out) -> int\n\n"
@@ -449,6 +617,9 @@ static PyMethodDef methods[] = {
     {"table_columns", (PyCFunction)(void (*)(void))table_columns, METH_FASTCALL,
      "table_columns(rows, timings, keep_all) -> (rows, insts, costs, numbers, timings)\n\n"
      "The CostRows the ops table keeps, and their numbers as columns of doubles (bytes)."},
+    {"structure_fields", (PyCFunction)(void (*)(void))structure_fields, METH_FASTCALL,
+     "structure_fields(insts, index, bare, without_metadata) -> (fields, calls) | None\n\n"
+     "What hloscope.cost.structure keys a computation by, instruction by instruction, in one list."},
     {NULL, NULL, 0, NULL},
 };
 

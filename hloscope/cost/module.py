@@ -30,6 +30,7 @@ from hloscope.cost.control_flow import trip_count
 from hloscope.cost.data_movement import FREE_OPCODES, MOVE_OPCODES
 from hloscope.cost.elementwise import FLOP_OPCODES as _FLOP_OPCODES
 from hloscope.cost.elementwise import TRANSCENDENTAL_OPCODES as _TRANSCENDENTAL_OPCODES
+from hloscope.cost.structure import StructureKeys
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -219,8 +220,14 @@ _RULE_FAILED = frozenset({"cost-rule-failed", "unknown-flops", "unknown-bytes"})
 _UNKNOWN_OPCODE = frozenset({"unknown-opcode", "unknown-flops", "unknown-bytes"})
 
 
+#: Whether ``_Analyzer`` shares the work and boundary bytes of computations of one structure
+#: (``cost/structure.py``); tests turn it off to compare every row with and without.
+SHARE_STRUCTURES = True
+
+
 class _Analyzer:
-    __slots__ = ("module", "totals", "work", "work_by_columns", "fusion_bytes", "contexts", "by_shapes")
+    __slots__ = ("module", "totals", "work", "work_by_columns", "fusion_bytes", "contexts", "by_shapes",
+                 "structures", "work_by_structure", "bytes_by_structure")
 
     def __init__(self, module: HloModule) -> None:
         self.module = module
@@ -229,6 +236,10 @@ class _Analyzer:
         #: (opcodes, ids of the shapes) -> ``computation_work`` of a small computation costed from its columns.
         self.work_by_columns: dict[tuple, OpCost] = {}
         self.fusion_bytes: dict[str, fusion_rule.FusionBytes] = {}
+        #: The structure of each computation (None: each costed on its own), and what one of each costs.
+        self.structures = StructureKeys(module) if SHARE_STRUCTURES else None
+        self.work_by_structure: dict[int, OpCost] = {}
+        self.bytes_by_structure: dict[int, fusion_rule.FusionBytes] = {}
         self.contexts: dict[str, CostContext] = {}
         #: (opcode, id of the result shape, ids of the operand shapes) -> cost, for ``_SHAPE_RULED`` opcodes.
         self.by_shapes: dict[tuple, OpCost] = {}
@@ -274,6 +285,16 @@ class _Analyzer:
                     self.work[name] = total
                     return total
             present = set(opcodes)
+            ruled = present.difference(_COLUMN_OPCODES)
+            structure = None
+            if ruled and self.structures is not None:
+                # Instructions with rules of their own: shared by structure (a layer's copy of a fused dot).
+                structure = self.structures.key(name)
+                if structure is not None:
+                    total = self.work_by_structure.get(structure)
+                    if total is not None:
+                        self.work[name] = total
+                        return total
             flops = transcendentals = 0
             if not _FLOP_OPCODES.isdisjoint(present):
                 flops = sum(map(_ELEMENTS, compress(shapes, map(_FLOP_OPCODES.__contains__, opcodes))))
@@ -282,7 +303,6 @@ class _Analyzer:
                                                                           opcodes))))
             dynamic = (any(map(_IS_DYNAMIC, shapes))  # (rare: then the opcodes that flag it are looked at)
                        and any(map(_IS_DYNAMIC, compress(shapes, map(_FLAGS_DYNAMIC.__contains__, opcodes)))))
-            ruled = present.difference(_COLUMN_OPCODES)
             others = list(compress(range(len(opcodes)), map(ruled.__contains__, opcodes))) if ruled else []
             rest = ZERO
             if others:
@@ -294,6 +314,8 @@ class _Analyzer:
                                              rest.comm_bytes, rest.comm_kind, rest.group_size, flags)
             if key is not None and not others:
                 self.work_by_columns[key] = total
+            if structure is not None:
+                self.work_by_structure[structure] = total
         return total
 
     def visit(self, comp: HloComputation, count: float, rows: list[CostRow],
@@ -379,7 +401,14 @@ class _Analyzer:
     def fused_bytes(self, name: str) -> fusion_rule.FusionBytes:
         fb = self.fusion_bytes.get(name)
         if fb is None:
-            fb = self.fusion_bytes[name] = fusion_rule.FusionBytes(self.module.computation(name), self.fused_bytes)
+            structure = self.structures.key(name) if self.structures is not None else None
+            if structure is not None:
+                fb = self.bytes_by_structure.get(structure)
+            if fb is None:
+                fb = fusion_rule.FusionBytes(self.module.computation(name), self.fused_bytes)
+                if structure is not None:
+                    self.bytes_by_structure[structure] = fb
+            self.fusion_bytes[name] = fb
         return fb
 
     def async_sugar(self, inst: HloInstruction, base: str, ctx: CostContext) -> OpCost:
