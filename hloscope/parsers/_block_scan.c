@@ -422,8 +422,8 @@ static PyObject *block_rows(PyObject *self, PyObject *const *args, Py_ssize_t na
  * as ``BodyReader._rows`` builds them, appending each to ``out`` (and a parameter to ``params``; a ROOT's name
  * to the one-item list ``root``), and stops at the first row it leaves to Python: an opcode not in ``known``, a
  * parameter number other than plain digits, a second ROOT, a shape text not in ``shapes``, a computation written
- * in place, or an operand list other than XLA's ``%a, %b`` or ``a, b`` (a '/' in it, a ',' not followed by
- * " %", operand shapes). A row that may name called computations (``names_calls``: '%' with "=%" or "={%", or an
+ * in place, or an operand list other than XLA's ``%a, %b``, ``a, b`` or ``f32[2]{0} %a, s32[] %b`` (a '/' in it,
+ * a ',' not followed by " %", a tuple-shaped or tiled operand shape). A row that may name called computations (``names_calls``: '%' with "=%" or "={%", or an
  * opcode not in ``never_calls``) gets them as ``_called`` reads them (``read_calls``: ``call_keys`` in
  * ``_CALL_KEY``'s order, filed by ``roles``). Returns the index of the row it stopped at (len(rows) when it built
  * them all). ``new`` is ``HloInstruction``, called with the arguments ``_rows`` passes; ``no_calls`` the shared
@@ -574,6 +574,92 @@ static PyObject *split_operands(PyObject *text) {
         }
     }
     return names_between(text, 1, commas, 3);
+}
+
+/* A character of an operand name as ``_SHAPED_NAME`` reads one: not white space, not one of ``,%(){}[]/``. */
+static int is_operand_name_char(Py_UCS4 c) {
+    switch (c) {
+    case ',': case '%': case '(': case ')': case '{': case '}': case '[': case ']': case '/':
+        return 0;
+    default:
+        return !Py_UNICODE_ISSPACE(c);
+    }
+}
+
+/* The end of the item of an operand list printed with a plain array shape (``_PLAIN_ARRAY``, " %", a name) that
+ * starts at i, and the name's start in *name_at; -1 when no such item starts there. */
+static Py_ssize_t shaped_item_end(int kind, const void *data, Py_ssize_t n, Py_ssize_t i, Py_ssize_t *name_at) {
+    Py_UCS4 c;
+    if (i >= n || (c = CH(i)) < 'a' || c > 'z') {
+        return -1;
+    }
+    for (i++; i < n && (((c = CH(i)) >= 'a' && c <= 'z') || (c >= '0' && c <= '9')); i++) {
+    }
+    if (i >= n || CH(i) != '[') {
+        return -1;
+    }
+    for (i++; i < n && (((c = CH(i)) >= '0' && c <= '9') || c == ','); i++) {
+    }
+    if (i >= n || CH(i) != ']') {
+        return -1;
+    }
+    i++;
+    if (i < n && CH(i) == '{') { /* a layout of minor-to-major numbers */
+        for (i++; i < n && (((c = CH(i)) >= '0' && c <= '9') || c == ','); i++) {
+        }
+        if (i >= n || CH(i) != '}') {
+            return -1;
+        }
+        i++;
+    }
+    if (i + 1 >= n || CH(i) != ' ' || CH(i + 1) != '%') {
+        return -1;
+    }
+    i += 2;
+    *name_at = i;
+    for (; i < n && is_operand_name_char(CH(i)); i++) {
+    }
+    return i > *name_at ? i : -1;
+}
+
+/* The names of an operand list printed with plain array operand shapes (``f32[2,3]{1,0} %a, s32[] %b``): a text
+ * ``_SHAPED_OPERANDS`` of _hlo_lexer.py matches whole without its tuple-shaped items, whose names
+ * ``operand_list`` reads as ``_SHAPED_NAME``'s matches. Py_None (borrowed) for any other text (a tuple shape, a
+ * tiled layout, a comment: operand_list reads it); NULL on error. */
+static PyObject *split_shaped_operands(PyObject *text) {
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text), i = 0, end, name_at, items = 0, k = 0;
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    PyObject *out;
+    for (;;) {
+        end = shaped_item_end(kind, data, n, i, &name_at);
+        if (end < 0) {
+            return Py_None;
+        }
+        items++;
+        if (end == n) {
+            break;
+        }
+        if (end + 1 >= n || CH(end) != ',' || CH(end + 1) != ' ') {
+            return Py_None;
+        }
+        i = end + 2;
+    }
+    out = PyTuple_New(items);
+    if (out == NULL) {
+        return NULL;
+    }
+    for (i = 0; k < items; k++, i = end + 2) {
+        PyObject *name;
+        end = shaped_item_end(kind, data, n, i, &name_at);
+        name = PyUnicode_Substring(text, name_at, end);
+        if (name == NULL) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(out, k, name);
+    }
+    return out;
 }
 
 /* The names of an operand list printed without '%' (``a.1, b.2``): what ``operand_list`` reads when
@@ -862,12 +948,15 @@ static Py_ssize_t build_range(PyObject *rows, Py_ssize_t start, Py_ssize_t line,
             operands = TUPLE_EMPTY;
             Py_INCREF(operands);
         } else {
-            operands = split_plain_names(operand_text);
+            operands = split_shaped_operands(operand_text);
+            if (operands == Py_None) {
+                operands = split_plain_names(operand_text);
+            }
             if (operands == NULL) {
                 return -1;
             }
             if (operands == Py_None) {
-                break; /* operand shapes, comments, ...: operand_list */
+                break; /* tuple-shaped operands, comments, ...: operand_list */
             }
         }
         called = no_calls; /* (names_calls, then _called's read: after the operands, whose checks may stop first) */

@@ -366,6 +366,23 @@ def test_rows_built_in_c_equal_the_python_loop(monkeypatch, corpus_dir: Path) ->
     "  p = f32[] parameter(0)\n  ROOT r = f32[] add(, p)\n",
     "  p = f32[] parameter(0)\n  ROOT r = f32[] add(p,  p)\n",
     "  p = f32[] parameter(0)\n  ROOT r = f32[] add(f32[] p, f32[] p)\n",  # operand shapes: operand_list
+    # operand shapes with '%' names (before-optimization dumps): plain array shapes in C, others in Python
+    "  %p = f32[8]{0} parameter(0)\n  ROOT %r = f32[8]{0} add(f32[8]{0} %p, f32[8]{0} %p)\n",
+    "  %p.1-x = f32[8]{0} parameter(0)\n  %q = s32[] parameter(1)\n"
+    "  ROOT %r = (f32[8]{0}, s32[]) tuple(f32[8]{0} %p.1-x, s32[] %q)\n",
+    "  %p = f32[8]{0} parameter(0)\n  ROOT %r = f32[8]{0} negate(f32[8]{} %p)\n",
+    "  %p = f32[8,2]{1,0} parameter(0)\n  ROOT %r = f32[8,2]{1,0} negate(f32[8,]{1,0} %p)\n",
+    "  %p = f32[8]{0} parameter(0)\n  ROOT %r = f32[8]{0} add(f32[8]{0:T(8)} %p, f32[8]{0} %p)\n",  # tiled
+    "  %p = f32[8]{0} parameter(0)\n  ROOT %r = f32[8]{0} add(f32[8] %p,f32[8] %p)\n",
+    "  %p = f32[8]{0} parameter(0)\n  ROOT %r = f32[8]{0} add(f32[8]  %p, f32[8] %p)\n",
+    "  %p = f32[8]{0} parameter(0)\n  ROOT %r = f32[8]{0} add(f32[8] %p, f32[8] %)\n",
+    "  %p = f32[8]{0} parameter(0)\n  ROOT %r = f32[8]{0} add(f32[8] %p, %p)\n",  # mixed
+    "  %p = f32[8]{0} parameter(0)\n  ROOT %r = f32[8]{0} add(F32[8] %p, f32[8] %p)\n",
+    "  %p = f32[8]{0} parameter(0)\n  ROOT %r = f32[8]{0} add(f32[8] %p, f32[8] %p )\n",
+    "  %p = f32[8]{0} parameter(0)\n  ROOT %r = f32[8]{0} add(f32[8] %p, f32[8] %p/*x*/)\n",
+    "  %p\u00e9 = f32[8]{0} parameter(0)\n  ROOT %r = f32[8]{0} add(f32[8] %p\u00e9, f32[8] %p\u00e9)\n",
+    "  %p = f32[8]{0} parameter(0)\n  ROOT %r = f32[8]{0} add(f32[8] %p, f32[8]\u2003%p)\n",
+    "  %p = f32[8]{0} parameter(0)\n  ROOT %r = f32[8]{0} add(f32[8] %p, f32[8] %missing)\n",
     "  p\u00e9 = f32[] parameter(0)\n  ROOT r = f32[] add(p\u00e9, p\u00e9)\n",
     "  p = f32[] parameter(0)\n  ROOT r = f32[] add(p,\u2003p)\n",
     # called computations, in the forms _called reads
