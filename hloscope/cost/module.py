@@ -223,6 +223,10 @@ _UNKNOWN_OPCODE = frozenset({"unknown-opcode", "unknown-flops", "unknown-bytes"}
 #: Whether ``_Analyzer`` shares the work and boundary bytes of computations of one structure
 #: (``cost/structure.py``); tests turn it off to compare every row with and without.
 SHARE_STRUCTURES = True
+#: Fewest computations a module must hold for ``_Analyzer`` to key them by structure: a small program repeats
+#: little, and its keys cost more than they save (the plugin benchmark's mlp, 10 and 18 computations: +0.2-0.4
+#: ms of its 3.3-4.2 ms analysis; its 2-layer transformer, ~200: -1 ms of 20).
+SHARE_MIN_COMPUTATIONS = 64
 
 
 class _Analyzer:
@@ -237,7 +241,8 @@ class _Analyzer:
         self.work_by_columns: dict[tuple, OpCost] = {}
         self.fusion_bytes: dict[str, fusion_rule.FusionBytes] = {}
         #: The structure of each computation (None: each costed on its own), and what one of each costs.
-        self.structures = StructureKeys(module) if SHARE_STRUCTURES else None
+        self.structures = (StructureKeys(module) if SHARE_STRUCTURES
+                           and len(module.computations) >= SHARE_MIN_COMPUTATIONS else None)
         self.work_by_structure: dict[int, OpCost] = {}
         self.bytes_by_structure: dict[int, fusion_rule.FusionBytes] = {}
         self.contexts: dict[str, CostContext] = {}

@@ -49,7 +49,8 @@ def _module(*layers: str) -> str:
             + f"\n  ROOT %t = ({shape}) tuple({outs})\n}}\n")
 
 
-def test_renamed_layers_share_one_key_and_one_cost() -> None:
+def test_renamed_layers_share_one_key_and_one_cost(monkeypatch) -> None:
+    monkeypatch.setattr(walk, "SHARE_MIN_COMPUTATIONS", 0)  # (a module this small is not keyed by default)
     module = parse_hlo_text(_module(_layer(0, "layers_0"), _layer(1, "layers_1"), _layer(2, "layers_2")))
     keys = StructureKeys(module)
     assert keys.key("fused_computation.0") == keys.key("fused_computation.1") == keys.key("fused_computation.2")
@@ -64,6 +65,17 @@ def test_renamed_layers_share_one_key_and_one_cost() -> None:
     # Both parameters read whole (4 bytes an element), the f32[8] result written.
     assert fbs[0].read_per_parameter == {-1: 0, 0: 8 * 16 * 4, 1: 16 * 32 * 4}
     assert fbs[0].written == 8 * 4
+
+
+def test_a_small_module_is_not_keyed() -> None:
+    """Below ``SHARE_MIN_COMPUTATIONS`` computations the walk keys nothing (its keys would cost more than they
+    save): each computation is costed alone, to the same figures."""
+    module = parse_hlo_text(_module(_layer(0, "layers_0"), _layer(1, "layers_1")))
+    assert len(module.computations) < walk.SHARE_MIN_COMPUTATIONS
+    analyzer = walk._Analyzer(module)
+    assert analyzer.structures is None
+    first, second = (analyzer.computation_work(f"fused_computation.{k}") for k in range(2))
+    assert second is not first and second == first
 
 
 @pytest.mark.parametrize("other", [
@@ -104,6 +116,7 @@ def _module_paths(corpus_dir: Path) -> list[Path]:
 
 def _rows(text: str, monkeypatch, share: bool) -> tuple:
     monkeypatch.setattr(walk, "SHARE_STRUCTURES", share)
+    monkeypatch.setattr(walk, "SHARE_MIN_COMPUTATIONS", 0)  # (every module keyed, however small)
     mc = module_cost(parse_hlo_text(text))
     rows = [(r.computation, r.instruction.name, tuple(r.cost), r.count) for r in mc.rows]
     return rows, (mc.flops, mc.transcendentals, mc.bytes_read, mc.bytes_written, mc.comm_bytes, mc.flags)
