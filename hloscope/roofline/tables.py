@@ -441,7 +441,7 @@ def modules_frame(costs: list[ModuleCost], ops: pd.DataFrame, chip: ChipSpec,
             rows_of.setdefault(name, []).append(i)
     dtype_col, bound_col = column_list(ops, "dtype"), column_list(ops, "bound")
     exposed_roof = 0.0 if schedule_known and n and not communicates(ops) else math.nan
-    flops_col = column_list(ops, "flops")
+    flops_col = column_array(ops, "flops")
     roofline = column_array(ops, "roofline_s")
     measured_col = column_array(ops, "measured_s")
     part_sums = {c: column_array(ops, c) for c in ("compute_s", "memory_s", "comm_s")}
@@ -456,7 +456,7 @@ def modules_frame(costs: list[ModuleCost], ops: pd.DataFrame, chip: ChipSpec,
 
         measured = step_s.get(name, math.nan) if step_s else math.nan
         by_dtype = (group_sums(dtype_col, flops_col) if whole
-                    else group_sums([dtype_col[i] for i in mine], [flops_col[i] for i in mine]))
+                    else group_sums([dtype_col[i] for i in mine], flops_col[mine]))
         dtype = "bf16"
         if by_dtype:
             top = max(sorted(by_dtype), key=by_dtype.__getitem__)  # (max keeps the first: idxmax's choice)
@@ -467,7 +467,7 @@ def modules_frame(costs: list[ModuleCost], ops: pd.DataFrame, chip: ChipSpec,
         known = ~np.isnan(roof)
         if np.isnan(times).all():
             times = roof
-        by_bound = group_sums(bound_col if whole else [bound_col[i] for i in mine], times.tolist())
+        by_bound = group_sums(bound_col if whole else [bound_col[i] for i in mine], times)
         module_mfu = mfu(mc.flops, measured, chip, dtype)
         flags = set(mc.flags)
         if module_mfu > 1.0:  # faster than the chip's peak: the chip does not fit (or FLOPs are overcounted)
@@ -511,11 +511,29 @@ def group_sums(keys: list, values: list[float]) -> dict:
     whatever the library or the order of the rows."""
     from collections import defaultdict
 
+    distinct = dict.fromkeys(keys)  # (first-seen order)
+    if len(distinct) <= _FEW_GROUPS and len(keys) == len(values) and all(type(k) is str for k in distinct):
+        # A few string keys (bound classes, dtypes) over many rows: one mask per key, in numpy, selecting the
+        # same values in the same order as the loop below (a float64 array's items are the floats a list of
+        # them holds).
+        import numpy as np
+
+        array = values if isinstance(values, np.ndarray) and values.dtype == np.float64 else None
+        if array is None and all(type(v) is float for v in values):
+            array = np.array(values, dtype=np.float64)
+        if array is not None:
+            key_array = np.array(keys, dtype=object)
+            known = ~np.isnan(array)
+            return {key: _exact_sum(array[(key_array == key) & known].tolist()) for key in distinct}
     groups: defaultdict = defaultdict(list)
     for key, value in zip(keys, values):
         groups[key].append(value)
     return {key: _exact_sum([v for v in mine if v == v]) for key, mine in groups.items()
             if key is not None and key == key}
+
+
+#: Most distinct keys ``group_sums`` sums by numpy masks (one pass over the rows per key).
+_FEW_GROUPS = 8
 
 
 def _exact_sum(values: list[float]) -> float:

@@ -23,7 +23,8 @@ more than itself).
 
 from __future__ import annotations
 
-from itertools import compress
+from itertools import compress, repeat
+from operator import eq, ne, or_
 from typing import TYPE_CHECKING, Iterable
 
 from hloscope._columns import column_list
@@ -57,17 +58,23 @@ def async_overlap(modules: Iterable[HloModule], ops: pd.DataFrame
     # millisecond on the pytest plugin's small programs: a third of their analysis); rows split by module.
     columns = [column_list(ops, c) for c in ("module", "instruction", "opcode", "computation", "category",
                                              "comm_kind", "roofline_s")]
-    rows_of: dict[str, list[int]] = {}
-    for i, m in enumerate(columns[0]):
-        rows_of.setdefault(m, []).append(i)
+    names = columns[0]
+    n = len(names)
+    rows_of: dict[str, list[int] | None] = {}
+    if n and names.count(names[0]) == n:  # (one module owns every row: the common case)
+        rows_of[names[0]] = None
+    else:
+        for i, m in enumerate(names):
+            rows_of.setdefault(m, []).append(i)
     for module in modules:
         mine = rows_of.get(module.name, [])
-        if len(mine) == len(columns[0]):  # (one module: every row)
+        if mine is None:
             _, instruction, opcode, computation, category, comm_kind, roofline = columns
         else:
             _, instruction, opcode, computation, category, comm_kind, roofline = ([c[i] for i in mine]
                                                                                   for c in columns)
-        is_comm = [c == "collective" or str(k) != "" for c, k in zip(category, comm_kind)]
+        # A collective, or an op with a comm_kind (`c == "collective" or str(k) != ""`, by C-level maps).
+        is_comm = list(map(or_, map(eq, category, repeat("collective")), map(ne, map(str, comm_kind), repeat(""))))
         comm_rows = list(compress(range(len(is_comm)), is_comm))
         comm = {instruction[i] for i in comm_rows}
         roof = {instruction[i]: roofline[i] for i in comm_rows}

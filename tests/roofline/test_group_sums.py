@@ -55,3 +55,26 @@ def test_non_finite(values: list[float], expected: float) -> None:
 
 def test_opposite_infinities_give_nan() -> None:
     assert math.isnan(group_sums(["k", "k"], [math.inf, -math.inf])["k"])
+
+
+def test_masks_and_loop_agree(monkeypatch) -> None:
+    """A few string keys are summed by numpy masks; any other keys by the loop: the same sums, keys and order,
+    for a list of floats and for a float64 array, NaN and infinities among the values."""
+    import numpy as np
+
+    from hloscope.roofline import tables
+
+    rng = random.Random(7)
+    for _ in range(200):
+        n = rng.randint(0, 80)
+        keys = [rng.choice(["bf16", "f32", "s8", "memory"]) for _ in range(n)]
+        values = [rng.choice([math.nan, math.inf, rng.uniform(-1, 1) * 10.0 ** rng.randint(-12, 12)])
+                  if rng.random() < 0.1 else rng.uniform(0, 1) * 10.0 ** rng.randint(-12, 12) for _ in range(n)]
+        fast = group_sums(keys, values)
+        fast_array = group_sums(keys, np.array(values))
+        monkeypatch.setattr(tables, "_FEW_GROUPS", 0)
+        slow = group_sums(keys, values)
+        monkeypatch.undo()
+        assert list(fast) == list(fast_array) == list(slow)
+        for key in slow:
+            assert repr(fast[key]) == repr(fast_array[key]) == repr(slow[key])
