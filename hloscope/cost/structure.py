@@ -34,6 +34,8 @@ if TYPE_CHECKING:
 _PLACEHOLDER = "<decoded>"
 #: What a called computation's name is replaced with in its caller's attribute text (no name holds it).
 _MASK = "\x00"
+#: ``py_structure_fields``'s mark of a text not yet in ``bare``.
+_MISSING = object()
 
 
 class StructureKeys:
@@ -119,8 +121,8 @@ def py_structure_fields(insts: Sequence[HloInstruction], index: dict[str, int], 
                 return None
             fields.append(at)
         text = inst.attribute_text
-        b = bare.get(text, _PLACEHOLDER)
-        if b is _PLACEHOLDER:
+        b = bare.get(text, _MISSING)
+        if b is _MISSING:
             b = bare[text] = without_metadata(text)
         if b is None:
             return None
