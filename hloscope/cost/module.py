@@ -337,18 +337,19 @@ class _Analyzer:
         by_shapes = self.by_shapes
         shape_of = comp.shape_of
         shared = shared_rows  # (C: the rows whose shared cost is known, up to the next it leaves here)
+        if not isinstance(instructions, (list, tuple)):
+            instructions = list(instructions)
         if shared is not None:
-            if not isinstance(instructions, (list, tuple)):
-                instructions = list(instructions)
             index, shapes = comp.name_index(), comp.shapes
-        resume = 0
-        for k, inst in enumerate(instructions):
-            if k < resume:
-                continue  # (made in C)
+        k, n = 0, len(instructions)
+        while k < n:
             if shared is not None:
                 resume = shared(instructions, k, name, count, index, shapes, by_shapes, _SHAPE_RULED, CostRow, rows)
                 if resume > k:
+                    k = resume  # (the rows before it made in C: jumped, not walked)
                     continue
+            inst = instructions[k]
+            k += 1
             opcode = inst.opcode
             rule = RULES.get(opcode)
             if rule is not None:

@@ -126,24 +126,26 @@ class BodyReader(InstructionReader):
         no_calls = NO_CALLS
         append = out.append
         build = build_rows  # (C: the common rows, up to the next it leaves to this loop; None without it)
-        resume = retry = start
+        retry = k = start
+        n = len(matches)
         backoff = 1  # (rows C left in a row: it is asked again after 1, 2, 4, ... of them)
         # The rows come from ``block_rows``: no line ends with a value left open (`calls={`, `condition=`: the
         # body of a computation written in place) and none holds a second ` = ` (a second instruction on the
         # line); such bodies went to the line-by-line loop. (Braces left unbalanced otherwise, like quotes
         # paired across lines, are caught when the attributes are decoded; XLA never prints them.)
-        for k, (is_root, sigil, name, shape_text, opcode, operand_text, rest) in enumerate(matches):
-            if k < resume:
-                continue  # (built in C)
+        while k < n:
             if build is not None and k >= retry:
                 resume = build(matches, k, lineno + k, shapes, known, never_calls, new, self, out, no_calls, params,
                                root, CALL_KEYS, CALLED_COMPUTATION_ROLES)
                 if resume > k:
+                    k = resume  # (the rows before it built in C: jumped, not walked)
                     backoff = 1
                     continue
                 retry = k + backoff
                 backoff = min(2 * backoff, 64)
+            is_root, sigil, name, shape_text, opcode, operand_text, rest = matches[k]
             ln = lineno + k
+            k += 1
             called = no_calls
             if rest and (("%" in rest and ("=%" in rest or "={%" in rest))  # (names_calls, inlined)
                          or (opcode not in never_calls and has_call_key(rest))):
