@@ -26,11 +26,12 @@ from hloscope._gc import paused_gc
 from hloscope.cost import fusion as fusion_rule
 from hloscope.cost._bytes import boundary
 from hloscope.cost._types import ZERO, CostContext, OpCost
+from hloscope.cost.collective import KINDS as COLLECTIVE_KINDS
 from hloscope.cost.control_flow import trip_count
 from hloscope.cost.data_movement import FREE_OPCODES, MOVE_OPCODES
 from hloscope.cost.elementwise import FLOP_OPCODES as _FLOP_OPCODES
 from hloscope.cost.elementwise import TRANSCENDENTAL_OPCODES as _TRANSCENDENTAL_OPCODES
-from hloscope.cost.structure import StructureKeys
+from hloscope.cost.structure import StructureKeys, attribute_key
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -223,6 +224,9 @@ _UNKNOWN_OPCODE = frozenset({"unknown-opcode", "unknown-flops", "unknown-bytes"}
 #: Whether ``_Analyzer`` shares the work and boundary bytes of computations of one structure
 #: (``cost/structure.py``); tests turn it off to compare every row with and without.
 SHARE_STRUCTURES = True
+#: Whether ``_Analyzer.visit`` shares the cost of instructions of one ``structure.attribute_key`` (dots, reduces,
+#: collectives, custom calls...); tests turn it off to compare every row with and without.
+SHARE_ATTRIBUTE_KEYS = True
 #: Fewest computations a module must hold for ``_Analyzer`` to key them by structure: a small program repeats
 #: little, and its keys cost more than they save (the plugin benchmark's mlp, 10 and 18 computations: +0.2-0.4
 #: ms of its 3.3-4.2 ms analysis; its 2-layer transformer, ~200: -1 ms of 20).
@@ -231,7 +235,7 @@ SHARE_MIN_COMPUTATIONS = 64
 
 class _Analyzer:
     __slots__ = ("module", "totals", "work", "work_by_columns", "fusion_bytes", "contexts", "by_shapes",
-                 "structures", "work_by_structure", "bytes_by_structure")
+                 "by_attributes", "structures", "work_by_structure", "bytes_by_structure")
 
     def __init__(self, module: HloModule) -> None:
         self.module = module
@@ -248,6 +252,8 @@ class _Analyzer:
         self.contexts: dict[str, CostContext] = {}
         #: (opcode, id of the result shape, ids of the operand shapes) -> cost, for ``_SHAPE_RULED`` opcodes.
         self.by_shapes: dict[tuple, OpCost] = {}
+        #: ``structure.attribute_key`` -> cost, for the other opcodes with a rule (dots, reduces, collectives...).
+        self.by_attributes: dict[tuple, OpCost] = {}
 
     def context(self, comp: HloComputation) -> CostContext:
         ctx = self.contexts.get(comp.name)
@@ -335,6 +341,8 @@ class _Analyzer:
         name = comp.name
         append = rows.append
         by_shapes = self.by_shapes
+        by_attributes = self.by_attributes
+        work = self.computation_work
         shape_of = comp.shape_of
         shared = shared_rows  # (C: the rows whose shared cost is known, up to the next it leaves here)
         if not isinstance(instructions, (list, tuple)):
@@ -364,6 +372,16 @@ class _Analyzer:
                         cost = by_shapes.get(key)
                         if cost is None:
                             cost = by_shapes[key] = _apply(rule, inst, inst, ctx)
+                        append(CostRow(name, inst, cost, count))
+                        continue
+                elif SHARE_ATTRIBUTE_KEYS and opcode not in FREE_OPCODES:
+                    # Rules that read attributes and called computations too: once per distinct
+                    # ``attribute_key`` (a layer's dots, reduces and collectives repeat the layer before's).
+                    key = attribute_key(inst, shape_of, work, opcode in COLLECTIVE_KINDS)
+                    if key is not None:
+                        cost = by_attributes.get(key)
+                        if cost is None:
+                            cost = by_attributes[key] = _apply(rule, inst, inst, ctx)
                         append(CostRow(name, inst, cost, count))
                         continue
                 append(CostRow(name, inst, _apply(rule, inst, inst, ctx), count))

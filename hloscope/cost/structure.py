@@ -21,6 +21,7 @@ is None and the computation is costed on its own.
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Callable, Sequence
 
 from hloscope._compiled import PURE_PYTHON, compiled
@@ -132,6 +133,52 @@ def py_structure_fields(insts: Sequence[HloInstruction], index: dict[str, int], 
     return fields, calls
 
 
+def attribute_key(inst: HloInstruction, shape_of: Callable[[str], object], work: Callable[[str], object],
+                  collective: bool) -> tuple | None:
+    """A key under which instructions of one computation cost the same, for an opcode whose rule reads
+    attributes and called computations besides shapes (a dot, a reduce, a collective, a custom call): the
+    opcode, ``id`` of the result shape and of each operand's (``shape_of``: the parser interns shapes by
+    text), the attribute text with its metadata value cut out (``_without_metadata``), each called
+    computation's name masked and the ``channel_id`` value of a collective (``collective``) masked, and, per
+    role, the ``work`` (``computation_work``: what ``CostContext.computation_cost`` gives a rule) of each called
+    computation.
+
+    Sound for the same reason as ``StructureKeys``: no rule reads an instruction's name, line, metadata or the
+    names of its called computations, only their costs; a collective's rule reads whether ``channel_id`` is
+    there, never its value (``collective.group_size``). None -- the instruction costed on its own -- for a
+    placeholder text, a metadata value ``attribute_value`` cannot delimit alone, a called computation's name
+    found in the text other than where it is called, a ``channel_id`` not printed once as digits, or an
+    operand or called computation the module lacks (the rule then fails as it did).
+
+    """
+    text = _without_metadata(inst.attribute_text)
+    if text is None:
+        return None
+    if collective and "channel_id=" in text:
+        m = _CHANNEL_ID.search(text)
+        if m is None or text.count("channel_id=") != 1:
+            return None
+        text = text[:m.start(1)] + text[m.end(1):]
+    calls = inst.called_computations
+    try:
+        shapes = tuple(map(id, map(shape_of, inst.operands)))
+        if calls:
+            names = [callee for role in calls.values() for callee in role]
+            for callee in set(names):
+                if text.count(callee) != names.count(callee):
+                    return None
+                text = text.replace(callee, _MASK)
+            return (inst.opcode, id(inst.shape), shapes, text,
+                    tuple((role, tuple(map(work, called))) for role, called in calls.items()))
+    except KeyError:
+        return None
+    return inst.opcode, id(inst.shape), shapes, text
+
+
+#: A collective's ``channel_id=N`` attribute: its value (group 1), cut from ``attribute_key``'s text.
+_CHANNEL_ID = re.compile(r"(?:^|, )channel_id=(\d+)(?=,|$)")
+
+
 #: ``py_structure_fields`` in C (``_cost_walk.c``), or None when the extension was not built.
 c_structure_fields = compiled("hloscope.cost._cost_walk", "structure_fields")
 
@@ -151,4 +198,4 @@ def _without_metadata(text: str) -> str | None:
     return text.replace(", metadata=" + value, "", 1)
 
 
-__all__ = ["StructureKeys", "py_structure_fields", "c_structure_fields"]
+__all__ = ["StructureKeys", "attribute_key", "py_structure_fields", "c_structure_fields"]

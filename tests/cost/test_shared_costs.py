@@ -161,3 +161,130 @@ def test_shared_rows_stop_where_the_walk_must_look(monkeypatch) -> None:
     assert _same(with_c, without)
     assert [r[2] for r in with_c[0]] == ["p", "q", "a", "b", "c", "d", "r"]
     assert with_c[1][0] == 5 * 8  # five elementwise instructions (a, b, c, d, r) of 8 elements, a FLOP each
+
+
+# -- instructions of one attribute key (``structure.attribute_key``) ---------------------------------------------
+
+KEYED = """HloModule m, replica_count=2, num_partitions=4
+
+%add.1 (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(f32[] %a, f32[] %b)
+}
+
+%add.2 (x: f32[], y: f32[]) -> f32[] {
+  %x = f32[] parameter(0)
+  %y = f32[] parameter(1)
+  ROOT %t = f32[] add(f32[] %x, f32[] %y)
+}
+
+%fma.3 (x: f32[], y: f32[]) -> f32[] {
+  %x = f32[] parameter(0)
+  %y = f32[] parameter(1)
+  %m = f32[] multiply(f32[] %x, f32[] %y)
+  ROOT %t = f32[] add(f32[] %m, f32[] %y)
+}
+
+ENTRY %main (p: f32[8,128], q: f32[128,64]) -> f32[8,64] {
+  %p = f32[8,128]{1,0} parameter(0)
+  %q = f32[128,64]{1,0} parameter(1)
+  %d1 = f32[8,64]{1,0} dot(%p, %q), lhs_contracting_dims={1}, rhs_contracting_dims={0}, metadata={op_name="layer_0/dot"}
+  %d2 = f32[8,64]{1,0} dot(%p, %q), lhs_contracting_dims={1}, rhs_contracting_dims={0}, metadata={op_name="layer_1/dot"}
+  %d3 = f32[8,64]{1,0} dot(%p, %q), lhs_contracting_dims={1}, rhs_contracting_dims={0}, operand_precision={highest,highest}
+  %z = f32[] constant(0)
+  %r1 = f32[8] reduce(%p, %z), dimensions={1}, to_apply=%add.1
+  %r2 = f32[8] reduce(%p, %z), dimensions={1}, to_apply=%add.2
+  %r3 = f32[8] reduce(%p, %z), dimensions={1}, to_apply=%fma.3
+  %a1 = f32[8,64]{1,0} all-reduce(%d1), channel_id=1, replica_groups={}, use_global_device_ids=true, to_apply=%add.1
+  %a2 = f32[8,64]{1,0} all-reduce(%d2), channel_id=22, replica_groups={}, use_global_device_ids=true, to_apply=%add.2
+  %a3 = f32[8,64]{1,0} all-reduce(%d3), replica_groups={}, to_apply=%add.1
+  %a4 = f32[8,64]{1,0} all-reduce(%d1), channel_id=3, replica_groups={}, to_apply=%add.1
+  %a5 = f32[8,64]{1,0} all-reduce(%a4), channel_id=5, replica_groups={}, to_apply=%fma.3
+  ROOT %o = f32[8,64]{1,0} add(%a5, %a2)
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def keyed() -> dict:
+    return {r.instruction.name: r.cost for r in module_cost(parse_hlo_text(KEYED)).rows}
+
+
+def test_instructions_of_one_attribute_key_share_a_cost(keyed) -> None:
+    # dot: 2 * 8 * 64 * 128 FLOPs; names and metadata differ, nothing a rule reads does: one cost.
+    assert keyed["d1"] is keyed["d2"]
+    assert keyed["d1"].flops == 2 * 8 * 64 * 128
+    # f32 x f32 at operand_precision=highest: the same FLOPs, flagged (dot.precision_flags): its own cost.
+    assert keyed["d3"] is not keyed["d1"] and keyed["d3"].flags == {"operand-precision:highest"}
+    # reduce of 1024 elements to 8 through renamed twins (add.1, add.2: 1 FLOP an application) shares; fma.3's
+    # two FLOPs an application do not.
+    assert keyed["r2"] is keyed["r1"] and keyed["r1"].flops == 1024 - 8
+    assert keyed["r3"].flops == 2 * (1024 - 8)
+
+
+def test_collectives_share_across_channel_ids_but_not_group_modes(keyed) -> None:
+    """A collective's ``channel_id`` value is never read, whether it is there is (XLA's CollectiveOpGroupMode:
+    replica_groups={} spans the replicas without it, the partitions with it, every device with
+    use_global_device_ids)."""
+    data = 8 * 64 * 4
+    assert keyed["a2"] is keyed["a1"]  # (channel 1 and 22, renamed reducers, all 8 devices)
+    assert (keyed["a1"].group_size, keyed["a1"].comm_bytes) == (8, 2 * 7 / 8 * data)
+    assert (keyed["a3"].group_size, keyed["a3"].comm_bytes) == (2, 2 * 1 / 2 * data)  # no channel: replicas
+    assert (keyed["a4"].group_size, keyed["a4"].comm_bytes) == (4, 2 * 3 / 4 * data)  # channel: partitions
+    # Reduction FLOPs: (N-1)/N x elements x the reducer's FLOPs (1 for add, 2 for fma.3).
+    assert keyed["a4"].flops == 3 / 4 * 512 and keyed["a5"].flops == 3 / 4 * 512 * 2
+
+
+def test_attribute_key_refuses_what_it_cannot_be_sure_of() -> None:
+    from hloscope.cost.structure import attribute_key
+
+    module = parse_hlo_text(KEYED)
+    entry = module.entry
+    by_name = {i.name: i for i in entry.instructions}
+
+    def key(inst):
+        return attribute_key(inst, entry.shape_of, lambda name: module.computation(name).name, inst.opcode
+                             .startswith("all-"))
+
+    assert key(by_name["d1"]) == key(by_name["d2"]) is not None
+    assert key(by_name["a1"]) != key(by_name["a3"])  # (with and without a channel_id)
+    # A channel_id inside a string as well as printed: not masked, no key.
+    a1 = by_name["a1"]
+    for text in (a1.attribute_text + ', backend_config="channel_id=7"', a1.attribute_text + ", channel_id=x"):
+        inst = type(a1)(a1.name, a1.opcode, a1.shape, a1.operands, a1.called_computations, False, 1, "", -1,
+                        text, a1._decoder)
+        assert key(inst) is None
+    # A called computation's name found elsewhere in the text: no key.
+    inst = type(a1)(a1.name, a1.opcode, a1.shape, a1.operands, a1.called_computations, False, 1, "", -1,
+                    a1.attribute_text + ', frontend_attributes={x="add.1"}', a1._decoder)
+    assert key(inst) is None
+    # An operand the computation lacks: no key (the rule then fails as it did).
+    inst = type(a1)(a1.name, a1.opcode, a1.shape, ("nowhere",), a1.called_computations, False, 1, "", -1,
+                    a1.attribute_text, a1._decoder)
+    assert key(inst) is None
+
+
+def test_attribute_keyed_sharing_changes_no_row(monkeypatch, corpus_dir) -> None:
+    """Every fixture and corpus module costs to the same rows, in the same order, with and without the sharing
+    by ``attribute_key``."""
+    from pathlib import Path
+
+    paths = sorted((Path(__file__).resolve().parents[2] / "fixtures" / "hlo").glob("*.hlo.txt"))
+    paths += sorted(p for d in ("hlo_cpu", "hlo_gpu", "hlo_tpu", "hlo_generic") for p in (corpus_dir / d).glob("*")
+                    if p.suffix in (".hlo", ".txt") and p.stat().st_size < 5_000_000)
+    maker = walk.shared_rows
+    checked = 0
+    for path in paths:
+        text = path.read_text(encoding="utf-8", errors="replace")
+        try:
+            parse_hlo_text(text)
+        except Exception:  # noqa: BLE001 - texts that are not one module (XLA test files): not costed
+            continue
+        shared = _walked(text, monkeypatch, maker)
+        monkeypatch.setattr(walk, "SHARE_ATTRIBUTE_KEYS", False)
+        alone = _walked(text, monkeypatch, maker)
+        monkeypatch.setattr(walk, "SHARE_ATTRIBUTE_KEYS", True)
+        assert _same(shared, alone), path.name
+        checked += 1
+    assert checked > 300 or not corpus_dir.exists(), checked
