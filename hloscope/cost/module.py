@@ -336,7 +336,7 @@ class _Analyzer:
         from hloscope.cost import RULES
 
         if instructions is None:
-            instructions = comp.instructions  # (built before the context, which then indexes them in a dict)
+            instructions = comp.instructions  # (built: a lazy body builds them all here)
         ctx = self.context(comp)
         name = comp.name
         append = rows.append

@@ -46,7 +46,8 @@ def _describe(text: str) -> tuple:
             insts.append((i.name, i.opcode, str(i.shape), i.operands, dict(i.called_computations), i.is_root, i.line,
                           i.literal, i.parameter_number, attrs, md))
         columns = (comp.names, comp.opcodes, all(a is i.shape for a, i in zip(comp.shapes, comp.instructions)),
-                   len(comp.shapes))  # (the reader sets them from the rows; else they come from the instructions)
+                   len(comp.shapes),  # (the reader sets them from the rows; else they come from the instructions)
+                   comp.name_index())  # (the reader makes the entry's; else it is made from the names)
         comps.append((comp.name, comp.root_name, comp.is_entry, tuple(map(str, comp.parameter_shapes)), comp.line,
                        insts, columns))
     return m.name, m.entry.name, sorted(m.unknown_opcodes), comps
@@ -107,6 +108,16 @@ ENTRY %main (a: f32[8], b: f32[8]) -> f32[8] {
   ROOT %f = f32[8]{0} fusion(%a, %b), kind=kLoop, calls=%fused
 }
 """
+
+
+def test_entry_name_index_made_by_the_reader(monkeypatch, reader) -> None:
+    """The reader hands the entry its name -> index map (the cost walk's operand lookups), the map the names make;
+    other computations make theirs from their names when asked."""
+    monkeypatch.setattr(_hlo_text, "read_computations", reader)
+    m = parse_hlo_text(_FUSED)
+    assert m.entry._index == {"a": 0, "b": 1, "f": 2}
+    assert m.computation("fused")._index is None and m.computation("fused").name_index() == {"p.1": 0, "p.0": 1,
+                                                                                                 "add": 2}
 
 
 def test_reads_whole_module(monkeypatch, reader) -> None:
