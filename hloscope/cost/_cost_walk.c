@@ -14,6 +14,17 @@
  * ``by_shapes`` (``visit`` costs it and stores it). Returns that instruction's index (len(insts) when none).
  * ``cost_row`` is ``CostRow`` (a tuple subclass: its rows are made as ``tuple.__new__`` makes them).
  *
+ * With ``keyed`` (a tuple, else None), two more kinds of instruction get their row here: an opcode in
+ * ``keyed[0]`` (``FREE_OPCODES``, whose rule costs ``keyed[1]``, ``ZERO``) and an opcode in ``keyed[2]`` (the other
+ * opcodes with a rule) whose ``structure.attribute_key`` -- made here as that function makes it, its called
+ * computations' work read from ``keyed[5]`` (``_Analyzer.work``; a computation not there yet is costed by
+ * ``keyed[8]``, ``computation_work``, which keeps it there), a text's bare form from ``keyed[6]`` else
+ * ``keyed[7](text)`` (``without_metadata``, kept in ``keyed[6]``), a collective's (``keyed[3]``) channel_id value
+ * cut -- is in ``keyed[4]`` (``_Analyzer.by_attributes``). A key this cannot make (a text, operand or called
+ * computation ``attribute_key`` refuses) or does not find stops it there, as ``visit``
+ * then costs the instruction and fills the memo. ``attribute_key_of(inst, index, shapes, keyed, collective)``
+ * gives the key alone (tests hold it equal to ``attribute_key``'s).
+ *
  * tests/cost/test_shared_costs.py holds the walk's rows equal with and without it on every fixture and corpus
  * module. Built as an optional extension (setup.py): without it ``visit`` makes every row itself. */
 
@@ -100,22 +111,319 @@ fail:
     return NULL;
 }
 
+static PyObject *STR_TEXT, *STR_LITERAL, *STR_PARAMETER, *STR_CALLS, *STR_CHANNEL_ID, *STR_METADATA, *STR_MASK;
+
+static int init_structure_names(void) {
+    if (STR_TEXT != NULL) {
+        return 0;
+    }
+    STR_TEXT = PyUnicode_InternFromString("attribute_text");
+    STR_LITERAL = PyUnicode_InternFromString("literal");
+    STR_PARAMETER = PyUnicode_InternFromString("parameter_number");
+    STR_CALLS = PyUnicode_InternFromString("called_computations");
+    STR_CHANNEL_ID = PyUnicode_InternFromString("channel_id=");
+    STR_METADATA = PyUnicode_InternFromString("metadata=");
+    STR_MASK = PyUnicode_FromStringAndSize("\0", 1);
+    return (STR_TEXT && STR_LITERAL && STR_PARAMETER && STR_CALLS && STR_CHANNEL_ID && STR_METADATA && STR_MASK)
+               ? 0 : -1;
+}
+
+/* The text of a collective's attribute text with its channel_id value cut out, as ``attribute_key`` cuts it
+ * (``_CHANNEL_ID``: ``channel_id=`` once, at the start or after ", ", its value one or more ASCII digits ended by
+ * ',' or the end): a new reference (the text itself when it holds no ``channel_id=``), Py_None (borrowed) when
+ * the key cannot be made, NULL on error. */
+static PyObject *cut_channel_id(PyObject *text) {
+    Py_ssize_t n = PyUnicode_Count(text, STR_CHANNEL_ID, 0, PY_SSIZE_T_MAX), at, a, b, length;
+    PyObject *head, *tail, *out;
+    if (n < 0) {
+        return NULL;
+    }
+    if (n == 0) {
+        Py_INCREF(text);
+        return text;
+    }
+    if (n != 1) {
+        return Py_None;
+    }
+    length = PyUnicode_GET_LENGTH(text);
+    at = PyUnicode_Find(text, STR_CHANNEL_ID, 0, length, 1);
+    if (at < 0) {
+        return at == -2 ? NULL : Py_None;
+    }
+    if (at != 0 && !(at >= 2 && PyUnicode_READ_CHAR(text, at - 2) == ',' && PyUnicode_READ_CHAR(text, at - 1) == ' ')) {
+        return Py_None;
+    }
+    a = b = at + 11; /* (len("channel_id=")) */
+    while (b < length) {
+        Py_UCS4 c = PyUnicode_READ_CHAR(text, b);
+        if (c < '0' || c > '9') {
+            break;
+        }
+        b++;
+    }
+    if (b == a || (b < length && PyUnicode_READ_CHAR(text, b) != ',')) {
+        return Py_None;
+    }
+    head = PyUnicode_Substring(text, 0, a);
+    tail = head == NULL ? NULL : PyUnicode_Substring(text, b, length);
+    out = tail == NULL ? NULL : PyUnicode_Concat(head, tail);
+    Py_XDECREF(head);
+    Py_XDECREF(tail);
+    return out;
+}
+
+/* ``structure.attribute_key`` of inst (see the comment at the top): a new reference, Py_None (borrowed) where C
+ * leaves the instruction to Python, NULL on error. keyed is shared_rows' keyed tuple. */
+static PyObject *attribute_key_of(PyObject *opcode, PyObject *inst, PyObject *index, PyObject *shapes,
+                                  PyObject *keyed, int collective) {
+    PyObject *work = PyTuple_GET_ITEM(keyed, 5), *bare = PyTuple_GET_ITEM(keyed, 6),
+             *strip = PyTuple_GET_ITEM(keyed, 7);
+    PyObject *text = NULL, *b, *shape_ids = NULL, *calls = NULL, *key = NULL, *shape, *operands, *item, *roles = NULL;
+    Py_ssize_t k, m;
+    text = PyObject_GetAttr(inst, STR_TEXT);
+    if (text == NULL) {
+        return NULL;
+    }
+    b = PyDict_GetItemWithError(bare, text);
+    if (b != NULL) {
+        Py_INCREF(b);
+    } else if (PyErr_Occurred()) {
+        goto done;
+    } else {
+        b = PyObject_CallOneArg(strip, text);
+        if (b == NULL || PyDict_SetItem(bare, text, b) < 0) {
+            Py_XDECREF(b);
+            goto done;
+        }
+    }
+    Py_SETREF(text, b);
+    if (text == Py_None || !PyUnicode_Check(text)) {
+        goto none;
+    }
+    if (collective) {
+        b = cut_channel_id(text);
+        if (b == NULL) {
+            goto done;
+        }
+        if (b == Py_None) {
+            goto none;
+        }
+        Py_SETREF(text, b);
+    }
+    operands = PyObject_GetAttr(inst, STR_OPERANDS);
+    if (operands == NULL) {
+        goto done;
+    }
+    if (!PyTuple_Check(operands)) {
+        Py_DECREF(operands);
+        goto none;
+    }
+    m = PyTuple_GET_SIZE(operands);
+    shape_ids = PyTuple_New(m);
+    if (shape_ids == NULL) {
+        Py_DECREF(operands);
+        goto done;
+    }
+    for (k = 0; k < m; k++) {
+        PyObject *i = PyDict_GetItemWithError(index, PyTuple_GET_ITEM(operands, k));
+        Py_ssize_t at;
+        if (i == NULL) {
+            Py_DECREF(operands);
+            if (PyErr_Occurred()) {
+                goto done;
+            }
+            goto none;
+        }
+        at = PyLong_AsSsize_t(i);
+        if (at == -1 && PyErr_Occurred()) {
+            Py_DECREF(operands);
+            goto done;
+        }
+        if (at < 0 || at >= PyTuple_GET_SIZE(shapes)) {
+            Py_DECREF(operands);
+            goto none;
+        }
+        item = PyLong_FromVoidPtr(PyTuple_GET_ITEM(shapes, at));
+        if (item == NULL) {
+            Py_DECREF(operands);
+            goto done;
+        }
+        PyTuple_SET_ITEM(shape_ids, k, item);
+    }
+    Py_DECREF(operands);
+    calls = PyObject_GetAttr(inst, STR_CALLS);
+    if (calls == NULL) {
+        goto done;
+    }
+    if (!PyDict_Check(calls)) {
+        goto none;
+    }
+    if (PyDict_GET_SIZE(calls) > 0) {
+        /* Every called name, in order; each distinct one (first seen first) found in the text as often as it is
+         * called, then masked; per role, the work of each called computation. */
+        PyObject *names = PyList_New(0), *role, *called;
+        Py_ssize_t pos = 0, j;
+        if (names == NULL) {
+            goto done;
+        }
+        roles = PyList_New(0);
+        if (roles == NULL) {
+            Py_DECREF(names);
+            goto done;
+        }
+        while (PyDict_Next(calls, &pos, &role, &called)) {
+            PyObject *works, *pair;
+            if (!PyTuple_Check(called)) {
+                Py_DECREF(names);
+                goto none;
+            }
+            works = PyTuple_New(PyTuple_GET_SIZE(called));
+            if (works == NULL) {
+                Py_DECREF(names);
+                goto done;
+            }
+            for (j = 0; j < PyTuple_GET_SIZE(called); j++) {
+                PyObject *callee = PyTuple_GET_ITEM(called, j),
+                         *w = PyDict_GetItemWithError(work, callee);
+                if (w != NULL) {
+                    Py_INCREF(w);
+                } else if (!PyErr_Occurred()) { /* (not known yet: computation_work computes and keeps it) */
+                    w = PyObject_CallOneArg(PyTuple_GET_ITEM(keyed, 8), callee);
+                    if (w == NULL && PyErr_ExceptionMatches(PyExc_KeyError)) {
+                        PyErr_Clear(); /* (no such computation: attribute_key gives None) */
+                        Py_DECREF(works);
+                        Py_DECREF(names);
+                        goto none;
+                    }
+                }
+                if (w == NULL || PyList_Append(names, callee) < 0) {
+                    Py_XDECREF(w);
+                    Py_DECREF(works);
+                    Py_DECREF(names);
+                    goto done;
+                }
+                PyTuple_SET_ITEM(works, j, w);
+            }
+            pair = PyTuple_Pack(2, role, works);
+            Py_DECREF(works);
+            if (pair == NULL || PyList_Append(roles, pair) < 0) {
+                Py_XDECREF(pair);
+                Py_DECREF(names);
+                goto done;
+            }
+            Py_DECREF(pair);
+        }
+        for (j = 0; j < PyList_GET_SIZE(names); j++) {
+            PyObject *callee = PyList_GET_ITEM(names, j), *masked;
+            Py_ssize_t seen = 0, uses = 0, t, in_text;
+            for (t = 0; t < PyList_GET_SIZE(names); t++) {
+                int eq = PyUnicode_Compare(PyList_GET_ITEM(names, t), callee) == 0;
+                if (eq && t < j) {
+                    seen = 1;
+                    break;
+                }
+                uses += eq;
+            }
+            if (seen) {
+                continue; /* (masked already) */
+            }
+            in_text = PyUnicode_Count(text, callee, 0, PY_SSIZE_T_MAX);
+            if (in_text < 0) {
+                Py_DECREF(names);
+                goto done;
+            }
+            if (in_text != uses) {
+                Py_DECREF(names);
+                goto none;
+            }
+            masked = PyUnicode_Replace(text, callee, STR_MASK, -1);
+            if (masked == NULL) {
+                Py_DECREF(names);
+                goto done;
+            }
+            Py_SETREF(text, masked);
+        }
+        Py_DECREF(names);
+        item = PyList_AsTuple(roles);
+        if (item == NULL) {
+            goto done;
+        }
+        Py_SETREF(roles, item);
+    }
+    shape = PyObject_GetAttr(inst, STR_SHAPE);
+    if (shape == NULL) {
+        goto done;
+    }
+    item = PyLong_FromVoidPtr(shape);
+    Py_DECREF(shape);
+    if (item == NULL) {
+        goto done;
+    }
+    key = roles != NULL ? PyTuple_Pack(5, opcode, item, shape_ids, text, roles)
+                        : PyTuple_Pack(4, opcode, item, shape_ids, text);
+    Py_DECREF(item);
+done:
+    Py_XDECREF(text);
+    Py_XDECREF(shape_ids);
+    Py_XDECREF(calls);
+    Py_XDECREF(roles);
+    return key;
+none:
+    Py_XDECREF(text);
+    Py_XDECREF(shape_ids);
+    Py_XDECREF(calls);
+    Py_XDECREF(roles);
+    return Py_None;
+}
+
+/* Append cost_row(computation, inst, cost, count) to out; -1 on error. */
+static int append_row(PyTypeObject *cost_row, PyObject *computation, PyObject *inst, PyObject *cost, PyObject *count,
+                      PyObject *out) {
+    PyObject *row = cost_row->tp_alloc(cost_row, 4); /* (as tuple.__new__(CostRow, ...) makes a tuple subclass) */
+    int r;
+    if (row == NULL) {
+        return -1;
+    }
+    Py_INCREF(computation);
+    PyTuple_SET_ITEM(row, 0, computation);
+    Py_INCREF(inst);
+    PyTuple_SET_ITEM(row, 1, inst);
+    Py_INCREF(cost);
+    PyTuple_SET_ITEM(row, 2, cost);
+    Py_INCREF(count);
+    PyTuple_SET_ITEM(row, 3, count);
+    r = PyList_Append(out, row);
+    Py_DECREF(row);
+    return r;
+}
+
+/* Whether keyed is shared_rows' keyed tuple (see the comment at the top). */
+static int keyed_ok(PyObject *keyed) {
+    return PyTuple_Check(keyed) && PyTuple_GET_SIZE(keyed) == 9 && PyAnySet_Check(PyTuple_GET_ITEM(keyed, 0))
+           && PyAnySet_Check(PyTuple_GET_ITEM(keyed, 2)) && PyAnySet_Check(PyTuple_GET_ITEM(keyed, 3))
+           && PyDict_Check(PyTuple_GET_ITEM(keyed, 4)) && PyDict_Check(PyTuple_GET_ITEM(keyed, 5))
+           && PyDict_Check(PyTuple_GET_ITEM(keyed, 6)) && PyCallable_Check(PyTuple_GET_ITEM(keyed, 7))
+           && PyCallable_Check(PyTuple_GET_ITEM(keyed, 8));
+}
+
 static PyObject *shared_rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    PyObject *insts, *computation, *count, *index, *shapes, *by_shapes, *ruled, *out;
+    PyObject *insts, *computation, *count, *index, *shapes, *by_shapes, *ruled, *out, *keyed;
     PyTypeObject *cost_row;
     Py_ssize_t start, n, i;
     (void)self;
-    if (nargs != 10 || !(PyList_Check(args[0]) || PyTuple_Check(args[0])) || !PyDict_Check(args[4])
+    if (nargs != 11 || !(PyList_Check(args[0]) || PyTuple_Check(args[0])) || !PyDict_Check(args[4])
         || !PyTuple_Check(args[5]) || !PyDict_Check(args[6]) || !PyAnySet_Check(args[7]) || !PyType_Check(args[8])
-        || !PyType_IsSubtype((PyTypeObject *)args[8], &PyTuple_Type) || !PyList_Check(args[9])) {
+        || !PyType_IsSubtype((PyTypeObject *)args[8], &PyTuple_Type) || !PyList_Check(args[9])
+        || !(args[10] == Py_None || keyed_ok(args[10]))) {
         PyErr_SetString(PyExc_TypeError, "shared_rows(insts, start: int, computation: str, count: float, "
                                          "index: dict, shapes: tuple, by_shapes: dict, ruled: set, "
-                                         "cost_row: type[tuple], out: list)");
+                                         "cost_row: type[tuple], out: list, keyed: tuple | None)");
         return NULL;
     }
-    if (init_names() < 0) {
+    if (init_names() < 0 || init_structure_names() < 0) {
         return NULL;
     }
+    keyed = args[10] == Py_None ? NULL : args[10];
     insts = args[0];
     start = PyLong_AsSsize_t(args[1]);
     if (start == -1 && PyErr_Occurred()) {
@@ -131,29 +439,54 @@ static PyObject *shared_rows(PyObject *self, PyObject *const *args, Py_ssize_t n
     out = args[9];
     n = PySequence_Fast_GET_SIZE(insts);
     for (i = start < 0 ? 0 : start; i < n; i++) {
-        PyObject *inst = PySequence_Fast_GET_ITEM(insts, i), *opcode, *key, *cost, *row;
+        PyObject *inst = PySequence_Fast_GET_ITEM(insts, i), *opcode, *key, *cost, *memo = by_shapes;
         int r;
         opcode = PyObject_GetAttr(inst, STR_OPCODE);
         if (opcode == NULL) {
             return NULL;
         }
         r = PySet_Contains(ruled, opcode);
+        if (r > 0) {
+            key = shape_key(opcode, inst, index, shapes);
+        } else if (r == 0 && keyed != NULL) {
+            r = PySet_Contains(PyTuple_GET_ITEM(keyed, 0), opcode);
+            if (r > 0) { /* (a free opcode: its rule's cost, ZERO) */
+                Py_DECREF(opcode);
+                if (append_row(cost_row, computation, inst, PyTuple_GET_ITEM(keyed, 1), count, out) < 0) {
+                    return NULL;
+                }
+                continue;
+            }
+            if (r == 0) {
+                r = PySet_Contains(PyTuple_GET_ITEM(keyed, 2), opcode);
+            }
+            key = NULL;
+            if (r > 0) {
+                int collective = PySet_Contains(PyTuple_GET_ITEM(keyed, 3), opcode);
+                if (collective < 0) {
+                    Py_DECREF(opcode);
+                    return NULL;
+                }
+                key = attribute_key_of(opcode, inst, index, shapes, keyed, collective);
+                memo = PyTuple_GET_ITEM(keyed, 4);
+            }
+        } else {
+            key = NULL;
+        }
+        Py_DECREF(opcode);
         if (r <= 0) {
-            Py_DECREF(opcode);
             if (r < 0) {
                 return NULL;
             }
             break;
         }
-        key = shape_key(opcode, inst, index, shapes);
-        Py_DECREF(opcode);
         if (key == NULL) {
             return NULL;
         }
         if (key == Py_None) {
             break;
         }
-        cost = PyDict_GetItemWithError(by_shapes, key);
+        cost = PyDict_GetItemWithError(memo, key);
         Py_DECREF(key);
         if (cost == NULL) {
             if (PyErr_Occurred()) {
@@ -161,25 +494,40 @@ static PyObject *shared_rows(PyObject *self, PyObject *const *args, Py_ssize_t n
             }
             break;
         }
-        row = cost_row->tp_alloc(cost_row, 4); /* (as tuple.__new__(CostRow, ...) makes a tuple subclass) */
-        if (row == NULL) {
-            return NULL;
-        }
-        Py_INCREF(computation);
-        PyTuple_SET_ITEM(row, 0, computation);
-        Py_INCREF(inst);
-        PyTuple_SET_ITEM(row, 1, inst);
-        Py_INCREF(cost);
-        PyTuple_SET_ITEM(row, 2, cost);
-        Py_INCREF(count);
-        PyTuple_SET_ITEM(row, 3, count);
-        r = PyList_Append(out, row);
-        Py_DECREF(row);
-        if (r < 0) {
+        if (append_row(cost_row, computation, inst, cost, count, out) < 0) {
             return NULL;
         }
     }
     return PyLong_FromSsize_t(i);
+}
+
+/* attribute_key_of(inst, index, shapes, keyed, collective) -> tuple | None: the key shared_rows makes for inst
+ * (for tests: ``structure.attribute_key`` is its specification). */
+static PyObject *attribute_key_py(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    PyObject *opcode, *key;
+    int collective;
+    (void)self;
+    if (nargs != 5 || !PyDict_Check(args[1]) || !PyTuple_Check(args[2]) || !keyed_ok(args[3])) {
+        PyErr_SetString(PyExc_TypeError, "attribute_key_of(inst, index: dict, shapes: tuple, keyed: tuple, collective)");
+        return NULL;
+    }
+    if (init_names() < 0 || init_structure_names() < 0) {
+        return NULL;
+    }
+    collective = PyObject_IsTrue(args[4]);
+    if (collective < 0) {
+        return NULL;
+    }
+    opcode = PyObject_GetAttr(args[0], STR_OPCODE);
+    if (opcode == NULL) {
+        return NULL;
+    }
+    key = attribute_key_of(opcode, args[0], args[1], args[2], args[3], collective);
+    Py_DECREF(opcode);
+    if (key == Py_None) {
+        Py_INCREF(key);
+    }
+    return key;
 }
 
 /* ---- columns of CostRows ------------------------------------------------------------------------------
@@ -449,19 +797,6 @@ done:
  * parameter number; and for each instruction with called computations, (its index, the position of its text
  * in fields) in the list calls. None where an operand is not in index or a text's bare form is None. */
 
-static PyObject *STR_TEXT, *STR_LITERAL, *STR_PARAMETER, *STR_CALLS;
-
-static int init_structure_names(void) {
-    if (STR_TEXT != NULL) {
-        return 0;
-    }
-    STR_TEXT = PyUnicode_InternFromString("attribute_text");
-    STR_LITERAL = PyUnicode_InternFromString("literal");
-    STR_PARAMETER = PyUnicode_InternFromString("parameter_number");
-    STR_CALLS = PyUnicode_InternFromString("called_computations");
-    return (STR_TEXT && STR_LITERAL && STR_PARAMETER && STR_CALLS) ? 0 : -1;
-}
-
 /* Append the attribute attr of inst to fields (0, or -1 on error). */
 static int append_attr(PyObject *fields, PyObject *inst, PyObject *attr) {
     PyObject *value = PyObject_GetAttr(inst, attr);
@@ -608,9 +943,12 @@ done:
 
 static PyMethodDef methods[] = {
     {"shared_rows", (PyCFunction)(void (*)(void))shared_rows, METH_FASTCALL,
-     "shared_rows(insts, start, computation, count, index, shapes, by_shapes, ruled, cost_row, out) -> int\n\n"
+     "shared_rows(insts, start, computation, count, index, shapes, by_shapes, ruled, cost_row, out, keyed) -> int\n\n"
      "The rows of hloscope.cost.module._Analyzer.visit for instructions whose shared cost is known, from\n"
      "insts[start] on (appended to out); the index of the first instruction left to visit."},
+    {"attribute_key_of", (PyCFunction)(void (*)(void))attribute_key_py, METH_FASTCALL,
+     "attribute_key_of(inst, index, shapes, keyed, collective) -> tuple | None\n\n"
+     "The key shared_rows makes for inst (hloscope.cost.structure.attribute_key is its specification)."},
     {"cost_totals", (PyCFunction)cost_totals, METH_O,
      "cost_totals(rows) -> (totals, known_totals, kinds, group, flags) | None\n\n"
      "What hloscope.cost.module.summed needs of a list of CostRows, in one pass (None: a count not a float)."},

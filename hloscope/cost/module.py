@@ -31,7 +31,7 @@ from hloscope.cost.control_flow import trip_count
 from hloscope.cost.data_movement import FREE_OPCODES, MOVE_OPCODES
 from hloscope.cost.elementwise import FLOP_OPCODES as _FLOP_OPCODES
 from hloscope.cost.elementwise import TRANSCENDENTAL_OPCODES as _TRANSCENDENTAL_OPCODES
-from hloscope.cost.structure import StructureKeys, attribute_key
+from hloscope.cost.structure import StructureKeys, without_metadata, attribute_key
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -52,6 +52,8 @@ _FLAGS_DYNAMIC = _FLOP_OPCODES | _TRANSCENDENTAL_OPCODES | _BOUNDARY_MOVES
 #: rules: ``elementwise.cost``, ``data_movement``), so that instructions with the same opcode and shapes cost
 #: the same: those costed from the columns, less the free ones (whose cost, zero, needs no lookup).
 _SHAPE_RULED = _COLUMN_OPCODES - FREE_OPCODES
+#: The collectives' opcodes (``collective.KINDS``): ``structure.attribute_key`` cuts their ``channel_id`` value.
+_COLLECTIVES = frozenset(COLLECTIVE_KINDS)
 #: Most instructions a computation may hold for ``computation_work`` to share its cost by columns.
 _SMALL_COMPUTATION = 16
 _ELEMENTS = attrgetter("element_count")
@@ -235,7 +237,8 @@ SHARE_MIN_COMPUTATIONS = 64
 
 class _Analyzer:
     __slots__ = ("module", "totals", "work", "work_by_columns", "fusion_bytes", "contexts", "by_shapes",
-                 "by_attributes", "structures", "work_by_structure", "bytes_by_structure")
+                 "by_attributes", "keyed_opcodes", "bare_texts", "structures", "work_by_structure",
+                 "bytes_by_structure")
 
     def __init__(self, module: HloModule) -> None:
         self.module = module
@@ -254,6 +257,12 @@ class _Analyzer:
         self.by_shapes: dict[tuple, OpCost] = {}
         #: ``structure.attribute_key`` -> cost, for the other opcodes with a rule (dots, reduces, collectives...).
         self.by_attributes: dict[tuple, OpCost] = {}
+        #: Those opcodes (the rules' opcodes, less the shape-ruled and free ones), and each attribute text's form
+        #: without metadata (``attribute_key``'s memo).
+        from hloscope.cost import RULES
+
+        self.keyed_opcodes = frozenset(RULES) - _SHAPE_RULED - FREE_OPCODES
+        self.bare_texts: dict[str, str | None] = {}
 
     def context(self, comp: HloComputation) -> CostContext:
         ctx = self.contexts.get(comp.name)
@@ -347,12 +356,16 @@ class _Analyzer:
         shared = shared_rows  # (C: the rows whose shared cost is known, up to the next it leaves here)
         if not isinstance(instructions, (list, tuple)):
             instructions = list(instructions)
+        bare = self.bare_texts
         if shared is not None:
             index, shapes = comp.name_index(), comp.shapes
+            keyed = ((FREE_OPCODES, ZERO, self.keyed_opcodes, _COLLECTIVES, by_attributes, self.work, bare,
+                      without_metadata, work) if SHARE_ATTRIBUTE_KEYS else None)
         k, n = 0, len(instructions)
         while k < n:
             if shared is not None:
-                resume = shared(instructions, k, name, count, index, shapes, by_shapes, _SHAPE_RULED, CostRow, rows)
+                resume = shared(instructions, k, name, count, index, shapes, by_shapes, _SHAPE_RULED, CostRow, rows,
+                                keyed)
                 if resume > k:
                     k = resume  # (the rows before it made in C: jumped, not walked)
                     continue
@@ -377,7 +390,7 @@ class _Analyzer:
                 elif SHARE_ATTRIBUTE_KEYS and opcode not in FREE_OPCODES:
                     # Rules that read attributes and called computations too: once per distinct
                     # ``attribute_key`` (a layer's dots, reduces and collectives repeat the layer before's).
-                    key = attribute_key(inst, shape_of, work, opcode in COLLECTIVE_KINDS)
+                    key = attribute_key(inst, shape_of, work, opcode in _COLLECTIVES, bare)
                     if key is not None:
                         cost = by_attributes.get(key)
                         if cost is None:

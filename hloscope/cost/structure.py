@@ -72,7 +72,7 @@ class StructureKeys:
             return None
         insts = comp.instructions
         read = (py_structure_fields if PURE_PYTHON else c_structure_fields or py_structure_fields)(
-            insts, comp.name_index(), self._texts, _without_metadata)
+            insts, comp.name_index(), self._texts, without_metadata)
         if read is None:
             return None
         fields, calling = read
@@ -134,14 +134,15 @@ def py_structure_fields(insts: Sequence[HloInstruction], index: dict[str, int], 
 
 
 def attribute_key(inst: HloInstruction, shape_of: Callable[[str], object], work: Callable[[str], object],
-                  collective: bool) -> tuple | None:
+                  collective: bool, bare: dict[str, str | None]) -> tuple | None:
     """A key under which instructions of one computation cost the same, for an opcode whose rule reads
     attributes and called computations besides shapes (a dot, a reduce, a collective, a custom call): the
     opcode, ``id`` of the result shape and of each operand's (``shape_of``: the parser interns shapes by
-    text), the attribute text with its metadata value cut out (``_without_metadata``), each called
-    computation's name masked and the ``channel_id`` value of a collective (``collective``) masked, and, per
-    role, the ``work`` (``computation_work``: what ``CostContext.computation_cost`` gives a rule) of each called
-    computation.
+    text), the attribute text with its metadata value cut out (``without_metadata``), each called
+    computation's name masked (each distinct name in the order first called) and the ``channel_id`` value of a
+    collective (``collective``) cut out, and, per role, the ``work`` (``computation_work``: what
+    ``CostContext.computation_cost`` gives a rule) of each called computation. ``bare`` keeps each text's form
+    without metadata (a layer's texts repeat under ``scan``).
 
     Sound for the same reason as ``StructureKeys``: no rule reads an instruction's name, line, metadata or the
     names of its called computations, only their costs; a collective's rule reads whether ``channel_id`` is
@@ -150,8 +151,14 @@ def attribute_key(inst: HloInstruction, shape_of: Callable[[str], object], work:
     found in the text other than where it is called, a ``channel_id`` not printed once as digits, or an
     operand or called computation the module lacks (the rule then fails as it did).
 
+    ``_cost_walk.c`` makes the same key in C (``shared_rows``; ``attribute_key_of`` alone): this function is its
+    specification (tests/cost/test_shared_costs.py holds the two equal).
     """
-    text = _without_metadata(inst.attribute_text)
+    text = inst.attribute_text
+    found = bare.get(text, _MISSING)
+    if found is _MISSING:
+        found = bare[text] = without_metadata(text)
+    text = found
     if text is None:
         return None
     if collective and "channel_id=" in text:
@@ -164,7 +171,7 @@ def attribute_key(inst: HloInstruction, shape_of: Callable[[str], object], work:
         shapes = tuple(map(id, map(shape_of, inst.operands)))
         if calls:
             names = [callee for role in calls.values() for callee in role]
-            for callee in set(names):
+            for callee in dict.fromkeys(names):
                 if text.count(callee) != names.count(callee):
                     return None
                 text = text.replace(callee, _MASK)
@@ -176,14 +183,14 @@ def attribute_key(inst: HloInstruction, shape_of: Callable[[str], object], work:
 
 
 #: A collective's ``channel_id=N`` attribute: its value (group 1), cut from ``attribute_key``'s text.
-_CHANNEL_ID = re.compile(r"(?:^|, )channel_id=(\d+)(?=,|$)")
+_CHANNEL_ID = re.compile(r"(?:^|, )channel_id=([0-9]+)(?=,|\Z)")
 
 
 #: ``py_structure_fields`` in C (``_cost_walk.c``), or None when the extension was not built.
 c_structure_fields = compiled("hloscope.cost._cost_walk", "structure_fields")
 
 
-def _without_metadata(text: str) -> str | None:
+def without_metadata(text: str) -> str | None:
     """``text`` with its ``, metadata={...}`` cut out (itself when it has none); None for a placeholder text or
     one whose metadata value ``attribute_value`` cannot delimit for sure."""
     if text == _PLACEHOLDER:
@@ -198,4 +205,4 @@ def _without_metadata(text: str) -> str | None:
     return text.replace(", metadata=" + value, "", 1)
 
 
-__all__ = ["StructureKeys", "attribute_key", "py_structure_fields", "c_structure_fields"]
+__all__ = ["StructureKeys", "attribute_key", "without_metadata", "py_structure_fields", "c_structure_fields"]

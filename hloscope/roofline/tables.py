@@ -522,9 +522,12 @@ def group_sums(keys: list, values: list[float]) -> dict:
         if array is None and all(type(v) is float for v in values):
             array = np.array(values, dtype=np.float64)
         if array is not None:
-            key_array = np.array(keys, dtype=object)
+            # (each row's key as its number in first-seen order: one C-level map, then integer masks -- an
+            # object array's == compared the strings one by one, per key)
+            codes = np.fromiter(map(dict(zip(distinct, range(len(distinct)))).__getitem__, keys), np.intp,
+                                len(keys))
             known = ~np.isnan(array)
-            return {key: _exact_sum(array[(key_array == key) & known].tolist()) for key in distinct}
+            return {key: _exact_sum(array[(codes == k) & known].tolist()) for k, key in enumerate(distinct)}
     groups: defaultdict = defaultdict(list)
     for key, value in zip(keys, values):
         groups[key].append(value)

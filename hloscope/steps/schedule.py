@@ -78,24 +78,24 @@ def async_overlap(modules: Iterable[HloModule], ops: pd.DataFrame
         comm_rows = list(compress(range(len(is_comm)), is_comm))
         comm = {instruction[i] for i in comm_rows}
         roof = {instruction[i]: roofline[i] for i in comm_rows}
-        # The work between a start and its done, by instruction: only where a collective is asynchronous
-        # (a start, send or recv: ``_async_spans``; mixtral's 28,000 rows hold none).
-        if any(opcode[i].endswith("-start") or opcode[i] in ("send", "recv") for i in comm_rows):
-            work = {name: 0.0 if r != r else r for name, r, c in zip(instruction, roofline, is_comm) if not c}
-        else:
-            work = {}
-        by_comp = _ComputationWork(computation, roofline, is_comm)
         pending = set(comm)
-        homes = {computation[i] for i in comm_rows}  # (instruction names are unique in a module)
         total = 0.0
-        for comp in module.computations:
-            if comp.name not in homes:
-                continue
-            for start, w in _pairs(module, comp, comm, work, by_comp):
-                windows[(module.name, start)] = w
-                r = roof.get(start, math.nan)
-                total += max(r - w, 0.0) if r == r else math.nan
-                pending.discard(start)
+        # The work between a start and its done, by instruction: only where a collective is asynchronous (a
+        # start, send or recv: ``_async_spans``, which pairs nothing else; mixtral's 28,000 rows hold none, and
+        # then no computation is walked).
+        opcodes_of_comm = {opcode[i] for i in comm_rows}
+        if any(op.endswith("-start") or op in ("send", "recv") for op in opcodes_of_comm):
+            work = {name: 0.0 if r != r else r for name, r, c in zip(instruction, roofline, is_comm) if not c}
+            by_comp = _ComputationWork(computation, roofline, is_comm)
+            homes = {computation[i] for i in comm_rows}  # (instruction names are unique in a module)
+            for comp in module.computations:
+                if comp.name not in homes:
+                    continue
+                for start, w in _pairs(module, comp, comm, work, by_comp):
+                    windows[(module.name, start)] = w
+                    r = roof.get(start, math.nan)
+                    total += max(r - w, 0.0) if r == r else math.nan
+                    pending.discard(start)
         # Synchronous collectives, and starts whose done was not found: fully exposed (summed in the table's
         # order: a set's order changes with the interpreter's hash seed, and the sum's last bit with it).
         for i in comm_rows:

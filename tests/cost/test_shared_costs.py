@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from hloscope._compiled import compiled
 from hloscope.cost import RULES, data_movement, elementwise, module_cost
 from hloscope.cost import module as walk
 from hloscope.parsers import parse_hlo_text
@@ -236,16 +237,34 @@ def test_collectives_share_across_channel_ids_but_not_group_modes(keyed) -> None
     assert keyed["a4"].flops == 3 / 4 * 512 and keyed["a5"].flops == 3 / 4 * 512 * 2
 
 
-def test_attribute_key_refuses_what_it_cannot_be_sure_of() -> None:
-    from hloscope.cost.structure import attribute_key
+def _keys(module):
+    """``key(inst)``: ``attribute_key`` of an entry instruction, checked equal to the key ``_cost_walk.c`` makes
+    (when built), with every called computation's work known."""
+    from hloscope.cost.structure import attribute_key, without_metadata
 
-    module = parse_hlo_text(KEYED)
     entry = module.entry
-    by_name = {i.name: i for i in entry.instructions}
+    analyzer = walk._Analyzer(module)
+    for comp in module.computations:
+        if not comp.is_entry:
+            analyzer.computation_work(comp.name)
+    c_key = compiled("hloscope.cost._cost_walk", "attribute_key_of")
 
     def key(inst):
-        return attribute_key(inst, entry.shape_of, lambda name: module.computation(name).name, inst.opcode
-                             .startswith("all-"))
+        collective = inst.opcode in walk._COLLECTIVES
+        found = attribute_key(inst, entry.shape_of, analyzer.computation_work, collective, {})
+        if c_key is not None:
+            keyed = (frozenset(), None, frozenset(), frozenset(), {}, analyzer.work, {}, without_metadata,
+                     analyzer.computation_work)
+            assert c_key(inst, entry.name_index(), entry.shapes, keyed, collective) == found
+        return found
+
+    return key
+
+
+def test_attribute_key_refuses_what_it_cannot_be_sure_of() -> None:
+    module = parse_hlo_text(KEYED)
+    by_name = {i.name: i for i in module.entry.instructions}
+    key = _keys(module)
 
     assert key(by_name["d1"]) == key(by_name["d2"]) is not None
     assert key(by_name["a1"]) != key(by_name["a3"])  # (with and without a channel_id)
@@ -259,10 +278,39 @@ def test_attribute_key_refuses_what_it_cannot_be_sure_of() -> None:
     inst = type(a1)(a1.name, a1.opcode, a1.shape, a1.operands, a1.called_computations, False, 1, "", -1,
                     a1.attribute_text + ', frontend_attributes={x="add.1"}', a1._decoder)
     assert key(inst) is None
+    # A channel_id printed first, or without ", " before it: cut only in the first case.
+    for text, cut in ((", channel_id=4, replica_groups={}", ", channel_id=, replica_groups={}"),
+                      (", x=1,channel_id=4", None), (", channel_id=4x", None), (", channel_id=", None)):
+        inst = type(a1)(a1.name, a1.opcode, a1.shape, a1.operands, {}, False, 1, "", -1, text, a1._decoder)
+        assert (key(inst) or (None, None, None, None))[3] == cut
     # An operand the computation lacks: no key (the rule then fails as it did).
     inst = type(a1)(a1.name, a1.opcode, a1.shape, ("nowhere",), a1.called_computations, False, 1, "", -1,
                     a1.attribute_text, a1._decoder)
     assert key(inst) is None
+
+
+def test_attribute_keys_made_in_c_equal_the_specification(corpus_dir) -> None:
+    """``_cost_walk.attribute_key_of`` gives ``structure.attribute_key``'s key for every instruction of every entry
+    computation of the fixtures and the corpus whose opcode is keyed."""
+    from pathlib import Path
+
+    if compiled("hloscope.cost._cost_walk", "attribute_key_of") is None:
+        pytest.skip("the C extension is not built")
+    paths = sorted((Path(__file__).resolve().parents[2] / "fixtures" / "hlo").glob("*.hlo.txt"))
+    paths += sorted(p for d in ("hlo_cpu", "hlo_gpu", "hlo_tpu", "hlo_generic") for p in (corpus_dir / d).glob("*")
+                    if p.suffix in (".hlo", ".txt") and p.stat().st_size < 2_000_000)
+    made = 0
+    for path in paths:
+        try:
+            module = parse_hlo_text(path.read_text(encoding="utf-8", errors="replace"))
+        except Exception:  # noqa: BLE001 - texts that are not one module (XLA test files)
+            continue
+        key = _keys(module)
+        keyed = walk._Analyzer(module).keyed_opcodes
+        for inst in module.entry.instructions:
+            if inst.opcode in keyed:
+                made += key(inst) is not None
+    assert made > 1000
 
 
 def test_attribute_keyed_sharing_changes_no_row(monkeypatch, corpus_dir) -> None:

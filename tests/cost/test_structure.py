@@ -99,12 +99,12 @@ def test_the_key_gives_up_where_it_cannot_be_sure() -> None:
     assert keys.key("fused_computation.0") is None
     assert keys.key("add.0") is not None
     # A text only a full decode can read (a string before the metadata key): kept whole, so no key.
-    assert structure._without_metadata(', custom_call_target="x", metadata={op_name="a"}') is None
-    assert structure._without_metadata("<decoded>") is None
-    assert structure._without_metadata(", dimensions={1}") == ", dimensions={1}"
-    assert structure._without_metadata(', dimensions={1}, metadata={op_name="a/b" source_line=3}') \
+    assert structure.without_metadata(', custom_call_target="x", metadata={op_name="a"}') is None
+    assert structure.without_metadata("<decoded>") is None
+    assert structure.without_metadata(", dimensions={1}") == ", dimensions={1}"
+    assert structure.without_metadata(', dimensions={1}, metadata={op_name="a/b" source_line=3}') \
         == ", dimensions={1}"
-    assert structure._without_metadata(', metadata={op_name="a"}, backend_config={"k":1}') == ', backend_config={"k":1}'
+    assert structure.without_metadata(', metadata={op_name="a"}, backend_config={"k":1}') == ', backend_config={"k":1}'
 
 
 def _module_paths(corpus_dir: Path) -> list[Path]:
@@ -139,8 +139,8 @@ def test_sharing_changes_no_row_of_any_module(monkeypatch, corpus_dir) -> None:
             for comp in module.computations:
                 if comp.is_built and not comp.is_entry:
                     args = (comp.instructions, comp.name_index())
-                    assert (c_structure_fields(*args, bare_c, structure._without_metadata)
-                            == py_structure_fields(*args, bare_py, structure._without_metadata)), (path.name, comp.name)
+                    assert (c_structure_fields(*args, bare_c, structure.without_metadata)
+                            == py_structure_fields(*args, bare_py, structure.without_metadata)), (path.name, comp.name)
             assert bare_c == bare_py
         keys = StructureKeys(module)
         names = [c.name for c in module.computations if not c.is_entry]
