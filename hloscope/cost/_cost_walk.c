@@ -31,7 +31,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
-static PyObject *STR_OPCODE, *STR_SHAPE, *STR_OPERANDS;
+static PyObject *STR_OPCODE, *STR_SHAPE, *STR_OPERANDS, *STR_NAME;
 
 static int init_names(void) {
     if (STR_OPCODE != NULL) {
@@ -40,7 +40,8 @@ static int init_names(void) {
     STR_OPCODE = PyUnicode_InternFromString("opcode");
     STR_SHAPE = PyUnicode_InternFromString("shape");
     STR_OPERANDS = PyUnicode_InternFromString("operands");
-    return (STR_OPCODE && STR_SHAPE && STR_OPERANDS) ? 0 : -1;
+    STR_NAME = PyUnicode_InternFromString("name");
+    return (STR_OPCODE && STR_SHAPE && STR_OPERANDS && STR_NAME) ? 0 : -1;
 }
 
 /* The memo key of inst (new reference), Py_None (borrowed) when an operand is not in index, NULL on error. */
@@ -648,7 +649,7 @@ done:
     return out;
 }
 
-/* table_columns(rows, timings, keep_all) -> (rows, insts, costs, numbers, timings)
+/* table_columns(rows, timings, keep_all) -> (rows, insts, costs, numbers, timings, fields)
  *
  * The rows the ops table keeps (hloscope.roofline.tables._module_columns) and their fields: every row with
  * keep_all, else a row whose cost has flags, or whose timing (timings: a list beside rows, or None) is not None,
@@ -658,17 +659,127 @@ done:
  * bytes_written, comm_bytes, work = flops + transcendentals and hbm = bytes_read + bytes_written (added as Python
  * adds them, then converted), each as float() converts it (PyFloat_AsDouble: an int by PyLong_AsDouble; one too
  * large raises OverflowError), and 1.0 where the cost has no flags, else 0.0. The kept timings (None without).
- * _table_columns in tables.py is the specification. */
+ * fields: lists, one value per kept row, of each row's computation, its instruction's name, opcode and shape, and
+ * its cost's comm_kind and group_size. _table_columns in tables.py is the specification.
+ *
+ * A module's rows share a few thousand cost objects (the cost walk's memos): what a cost gives -- its doubles,
+ * whether it has flags, whether its fields sum to non-zero -- is worked out once per cost object (a table keyed
+ * by its address), all of it at once; a cost for which any of that raises is read again row by row, as each row
+ * needs it, so that the same rows raise. */
 #define TABLE_NUMBERS 9
+#define ROW_FIELDS 6
+
+typedef struct {
+    PyObject *cost; /* (borrowed: the rows keep it alive) */
+    int state;      /* 1: the values below; 2: read row by row */
+    int flagged, nonzero;
+    double values[7]; /* the five cost fields, work, hbm */
+} CostEntry;
+
+typedef struct {
+    CostEntry *slots;
+    size_t mask, used;
+} CostMemo;
+
+static size_t cost_hash(PyObject *cost) {
+    size_t h = (size_t)cost;
+    return (h >> 4) ^ (h >> 13);
+}
+
+/* The entry of cost (state 0 when new), or NULL with MemoryError. */
+static CostEntry *cost_entry(CostMemo *memo, PyObject *cost) {
+    size_t i;
+    if (2 * (memo->used + 1) > memo->mask + 1) { /* (at most half full: grow) */
+        size_t size = 2 * (memo->mask + 1), k;
+        CostEntry *slots = PyMem_Calloc(size, sizeof(CostEntry));
+        if (slots == NULL) {
+            PyErr_NoMemory();
+            return NULL;
+        }
+        for (k = 0; k <= memo->mask; k++) {
+            if (memo->slots[k].cost != NULL) {
+                size_t j = cost_hash(memo->slots[k].cost) & (size - 1);
+                while (slots[j].cost != NULL) {
+                    j = (j + 1) & (size - 1);
+                }
+                slots[j] = memo->slots[k];
+            }
+        }
+        PyMem_Free(memo->slots);
+        memo->slots = slots;
+        memo->mask = size - 1;
+    }
+    for (i = cost_hash(cost) & memo->mask; memo->slots[i].cost != NULL; i = (i + 1) & memo->mask) {
+        if (memo->slots[i].cost == cost) {
+            return &memo->slots[i];
+        }
+    }
+    memo->slots[i].cost = cost;
+    memo->slots[i].state = 0;
+    memo->used++;
+    return &memo->slots[i];
+}
+
+/* Fill a new entry from its cost: state 1, or state 2 (the error cleared) when anything of it raises. 0, or -1
+ * on an error that is not the cost's (memory). */
+static int fill_entry(CostEntry *e, PyObject *cost, PyObject *zero) {
+    PyObject *work = NULL, *sum = NULL, *hbm = NULL;
+    int k, flagged, nonzero = -1;
+    work = PyNumber_Add(PyTuple_GET_ITEM(cost, 0), PyTuple_GET_ITEM(cost, 1));
+    flagged = work == NULL ? -1 : PyObject_IsTrue(PyTuple_GET_ITEM(cost, COST_FLAGS));
+    if (flagged >= 0) {
+        sum = work;
+        Py_INCREF(sum);
+        for (k = 2; k < COST_FIELDS && sum != NULL; k++) {
+            PyObject *step = PyNumber_Add(sum, PyTuple_GET_ITEM(cost, k));
+            Py_DECREF(sum);
+            sum = step;
+        }
+        nonzero = sum == NULL ? -1 : PyObject_RichCompareBool(sum, zero, Py_NE);
+    }
+    if (nonzero >= 0) {
+        hbm = PyNumber_Add(PyTuple_GET_ITEM(cost, 2), PyTuple_GET_ITEM(cost, 3));
+    }
+    e->state = 1;
+    if (hbm == NULL) {
+        e->state = 2;
+    } else {
+        for (k = 0; k < 7; k++) {
+            PyObject *v = k < COST_FIELDS ? PyTuple_GET_ITEM(cost, k) : k == 5 ? work : hbm;
+            e->values[k] = PyFloat_AsDouble(v);
+            if (e->values[k] == -1.0 && PyErr_Occurred()) {
+                e->state = 2;
+                break;
+            }
+        }
+    }
+    e->flagged = flagged;
+    e->nonzero = nonzero;
+    Py_XDECREF(work);
+    Py_XDECREF(sum);
+    Py_XDECREF(hbm);
+    if (e->state == 2) {
+        if (PyErr_ExceptionMatches(PyExc_MemoryError)) {
+            return -1;
+        }
+        PyErr_Clear(); /* (its rows read it again one by one, and raise where they must) */
+    }
+    return 0;
+}
 
 static PyObject *table_columns(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    PyObject *rows, *timings, *zero = NULL, *lists[4] = {NULL}, *out = NULL, *numbers = NULL;
+    PyObject *rows, *timings, *zero = NULL, *lists[4 + ROW_FIELDS] = {NULL}, *out = NULL, *numbers = NULL,
+             *fields = NULL;
     double *columns = NULL;
     Py_ssize_t n, i, kept = 0;
     int keep_all, k;
+    CostMemo memo = {NULL, 63, 0};
     (void)self;
     if (nargs != 3 || !PyList_Check(args[0]) || !(args[1] == Py_None || PyList_Check(args[1]))) {
         PyErr_SetString(PyExc_TypeError, "table_columns(rows: list[CostRow], timings: list | None, keep_all)");
+        return NULL;
+    }
+    if (init_names() < 0 || init_structure_names() < 0) {
         return NULL;
     }
     rows = args[0];
@@ -686,83 +797,128 @@ static PyObject *table_columns(PyObject *self, PyObject *const *args, Py_ssize_t
     if (zero == NULL) {
         return NULL;
     }
+    memo.slots = PyMem_Calloc(memo.mask + 1, sizeof(CostEntry));
     columns = PyMem_Malloc(sizeof(double) * TABLE_NUMBERS * (size_t)(n > 0 ? n : 1));
-    if (columns == NULL) {
+    if (columns == NULL || memo.slots == NULL) {
         PyErr_NoMemory();
         goto done;
     }
-    for (k = 0; k < 4; k++) {
+    for (k = 0; k < 4 + ROW_FIELDS; k++) {
         if ((lists[k] = PyList_New(0)) == NULL) {
             goto done;
         }
     }
     for (i = 0; i < n; i++) {
-        PyObject *row = PyList_GET_ITEM(rows, i), *cost, *work, *hbm, *sum, *values[8];
+        PyObject *row = PyList_GET_ITEM(rows, i), *cost, *work = NULL, *hbm = NULL, *sum, *values[8], *inst;
+        static PyObject **const attrs[] = {&STR_NAME, &STR_OPCODE, &STR_SHAPE};
+        CostEntry *e;
         int keep, flagged;
         cost = row_cost(row);
         if (cost == NULL) {
             goto done;
         }
-        work = PyNumber_Add(PyTuple_GET_ITEM(cost, 0), PyTuple_GET_ITEM(cost, 1));
-        if (work == NULL) {
+        e = cost_entry(&memo, cost);
+        if (e == NULL || (e->state == 0 && fill_entry(e, cost, zero) < 0)) {
             goto done;
         }
-        flagged = PyObject_IsTrue(PyTuple_GET_ITEM(cost, COST_FLAGS));
-        if (flagged < 0) {
-            Py_DECREF(work);
-            goto done;
-        }
-        keep = keep_all || flagged;
-        if (keep == 0 && PyList_Check(timings)) {
-            keep = PyList_GET_ITEM(timings, i) != Py_None;
-        }
-        if (keep == 0) { /* the sum left to right, as Python writes it: (((f + t) + r) + w) + c */
-            PyObject *step;
-            sum = work;
-            Py_INCREF(sum);
-            for (k = 2; k < COST_FIELDS && sum != NULL; k++) {
-                step = PyNumber_Add(sum, PyTuple_GET_ITEM(cost, k));
-                Py_DECREF(sum);
-                sum = step;
+        if (e->state == 1) {
+            flagged = e->flagged;
+            keep = keep_all || flagged || (PyList_Check(timings) && PyList_GET_ITEM(timings, i) != Py_None)
+                   || e->nonzero;
+            if (!keep) {
+                continue;
             }
-            keep = sum == NULL ? -1 : PyObject_RichCompareBool(sum, zero, Py_NE);
-            Py_XDECREF(sum);
-        }
-        if (keep <= 0) {
-            Py_DECREF(work);
-            if (keep < 0) {
+        } else { /* (read row by row, as a row needs it) */
+            work = PyNumber_Add(PyTuple_GET_ITEM(cost, 0), PyTuple_GET_ITEM(cost, 1));
+            if (work == NULL) {
                 goto done;
             }
-            continue;
+            flagged = PyObject_IsTrue(PyTuple_GET_ITEM(cost, COST_FLAGS));
+            if (flagged < 0) {
+                Py_DECREF(work);
+                goto done;
+            }
+            keep = keep_all || flagged;
+            if (keep == 0 && PyList_Check(timings)) {
+                keep = PyList_GET_ITEM(timings, i) != Py_None;
+            }
+            if (keep == 0) { /* the sum left to right, as Python writes it: (((f + t) + r) + w) + c */
+                PyObject *step;
+                sum = work;
+                Py_INCREF(sum);
+                for (k = 2; k < COST_FIELDS && sum != NULL; k++) {
+                    step = PyNumber_Add(sum, PyTuple_GET_ITEM(cost, k));
+                    Py_DECREF(sum);
+                    sum = step;
+                }
+                keep = sum == NULL ? -1 : PyObject_RichCompareBool(sum, zero, Py_NE);
+                Py_XDECREF(sum);
+            }
+            if (keep <= 0) {
+                Py_DECREF(work);
+                if (keep < 0) {
+                    goto done;
+                }
+                continue;
+            }
+            hbm = PyNumber_Add(PyTuple_GET_ITEM(cost, 2), PyTuple_GET_ITEM(cost, 3));
+            if (hbm == NULL) {
+                Py_DECREF(work);
+                goto done;
+            }
         }
-        hbm = PyNumber_Add(PyTuple_GET_ITEM(cost, 2), PyTuple_GET_ITEM(cost, 3));
-        if (hbm == NULL || PyList_Append(lists[0], row) < 0
-            || PyList_Append(lists[1], PyTuple_GET_ITEM(row, ROW_INSTRUCTION)) < 0
-            || PyList_Append(lists[2], cost) < 0
-            || (PyList_Check(timings) && PyList_Append(lists[3], PyList_GET_ITEM(timings, i)) < 0)) {
-            Py_DECREF(work);
+        inst = PyTuple_GET_ITEM(row, ROW_INSTRUCTION);
+        if (PyList_Append(lists[0], row) < 0 || PyList_Append(lists[1], inst) < 0 || PyList_Append(lists[2], cost) < 0
+            || (PyList_Check(timings) && PyList_Append(lists[3], PyList_GET_ITEM(timings, i)) < 0)
+            || PyList_Append(lists[4], PyTuple_GET_ITEM(row, 0)) < 0
+            || PyList_Append(lists[8], PyTuple_GET_ITEM(cost, COST_COMM_KIND)) < 0
+            || PyList_Append(lists[9], PyTuple_GET_ITEM(cost, COST_GROUP_SIZE)) < 0) {
+            Py_XDECREF(work);
             Py_XDECREF(hbm);
             goto done;
         }
-        values[0] = PyTuple_GET_ITEM(row, ROW_COUNT);
-        for (k = 0; k < COST_FIELDS; k++) {
-            values[1 + k] = PyTuple_GET_ITEM(cost, k);
-        }
-        values[6] = work;
-        values[7] = hbm;
-        for (k = 0; k < 8; k++) {
-            double v = PyFloat_AsDouble(values[k]);
-            if (v == -1.0 && PyErr_Occurred()) {
-                Py_DECREF(work);
-                Py_DECREF(hbm);
+        for (k = 0; k < 3; k++) { /* the instruction's name, opcode, shape */
+            PyObject *v = PyObject_GetAttr(inst, *attrs[k]);
+            if (v == NULL || PyList_Append(lists[5 + k], v) < 0) {
+                Py_XDECREF(v);
+                Py_XDECREF(work);
+                Py_XDECREF(hbm);
                 goto done;
             }
-            columns[(Py_ssize_t)k * n + kept] = v;
+            Py_DECREF(v);
+        }
+        if (e->state == 1) {
+            double c = PyFloat_CheckExact(PyTuple_GET_ITEM(row, ROW_COUNT))
+                           ? PyFloat_AS_DOUBLE(PyTuple_GET_ITEM(row, ROW_COUNT))
+                           : PyFloat_AsDouble(PyTuple_GET_ITEM(row, ROW_COUNT));
+            if (c == -1.0 && PyErr_Occurred()) {
+                goto done;
+            }
+            columns[kept] = c;
+            for (k = 0; k < 7; k++) {
+                columns[(Py_ssize_t)(k + 1) * n + kept] = e->values[k];
+            }
+        } else {
+            values[0] = PyTuple_GET_ITEM(row, ROW_COUNT);
+            for (k = 0; k < COST_FIELDS; k++) {
+                values[1 + k] = PyTuple_GET_ITEM(cost, k);
+            }
+            values[6] = work;
+            values[7] = hbm;
+            for (k = 0; k < 8; k++) {
+                double v = PyFloat_AsDouble(values[k]);
+                if (v == -1.0 && PyErr_Occurred()) {
+                    Py_DECREF(work);
+                    Py_DECREF(hbm);
+                    goto done;
+                }
+                columns[(Py_ssize_t)k * n + kept] = v;
+            }
+            Py_DECREF(work);
+            Py_DECREF(hbm);
         }
         columns[(Py_ssize_t)8 * n + kept] = flagged ? 0.0 : 1.0;
         kept++;
-        Py_DECREF(work);
-        Py_DECREF(hbm);
     }
     numbers = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)sizeof(double) * TABLE_NUMBERS * kept);
     if (numbers == NULL) {
@@ -776,12 +932,22 @@ static PyObject *table_columns(PyObject *self, PyObject *const *args, Py_ssize_t
         Py_INCREF(Py_None);
         Py_SETREF(lists[3], Py_None);
     }
-    out = Py_BuildValue("(OOOOO)", lists[0], lists[1], lists[2], numbers, lists[3]);
+    fields = PyTuple_New(ROW_FIELDS);
+    if (fields == NULL) {
+        goto done;
+    }
+    for (k = 0; k < ROW_FIELDS; k++) {
+        Py_INCREF(lists[4 + k]);
+        PyTuple_SET_ITEM(fields, k, lists[4 + k]);
+    }
+    out = Py_BuildValue("(OOOOOO)", lists[0], lists[1], lists[2], numbers, lists[3], fields);
 done:
     Py_DECREF(zero);
     PyMem_Free(columns);
+    PyMem_Free(memo.slots);
     Py_XDECREF(numbers);
-    for (k = 0; k < 4; k++) {
+    Py_XDECREF(fields);
+    for (k = 0; k < 4 + ROW_FIELDS; k++) {
         Py_XDECREF(lists[k]);
     }
     return out;
@@ -953,8 +1119,8 @@ static PyMethodDef methods[] = {
      "cost_totals(rows) -> (totals, known_totals, kinds, group, flags) | None\n\n"
      "What hloscope.cost.module.summed needs of a list of CostRows, in one pass (None: a count not a float)."},
     {"table_columns", (PyCFunction)(void (*)(void))table_columns, METH_FASTCALL,
-     "table_columns(rows, timings, keep_all) -> (rows, insts, costs, numbers, timings)\n\n"
-     "The CostRows the ops table keeps, and their numbers as columns of doubles (bytes)."},
+     "table_columns(rows, timings, keep_all) -> (rows, insts, costs, numbers, timings, fields)\n\n"
+     "The CostRows the ops table keeps, their numbers as columns of doubles (bytes), and their fields."},
     {"structure_fields", (PyCFunction)(void (*)(void))structure_fields, METH_FASTCALL,
      "structure_fields(insts, index, bare, without_metadata) -> (fields, calls) | None\n\n"
      "What hloscope.cost.structure keys a computation by, instruction by instruction, in one list."},

@@ -238,13 +238,12 @@ def _module_columns(mc: ModuleCost, chip: ChipSpec, per_chip: int, measured: Map
     within_chip = per_chip > 1 and module.replica_count * module.num_partitions <= per_chip
     rows = mc.rows if type(mc.rows) is list else list(mc.rows)
     timings = [measured.get((mname, r.instruction.name)) for r in rows] if measured else None
-    rows, insts, costs, numbers, timings = (
+    rows, insts, costs, numbers, timings, fields = (
         _table_columns if PURE_PYTHON else c_table_columns() or _table_columns)(rows, timings, all_rows)
+    computations, names, opcodes, shapes, comm_kinds, group_sizes = fields
     count = len(rows)
     n, flops_f, trans_f, reads_f, writes_f, comms_f, work_f, hbm_f, plain = (
         np.frombuffer(numbers, float).reshape(_NUMBERS, count))
-    opcodes = list(map(_OPCODE, insts))
-    shapes = list(map(_SHAPE, insts))
     shape_ids = list(map(id, shapes))
     lookups = _RowLookups(module, insts, rows, opcodes, shapes, shape_ids)
     dtypes = lookups.dtypes()
@@ -284,13 +283,13 @@ def _module_columns(mc: ModuleCost, chip: ChipSpec, per_chip: int, measured: Map
     op_names = {key: md.op_name if md else "" for key, md in distinct.items()}
     sources = {key: md.source if md else "" for key, md in distinct.items()}
     out = {
-        "module": [mname] * count, "computation": list(map(_COMPUTATION, rows)),
-        "instruction": list(map(_NAME, insts)), "opcode": opcodes, "category": lookups.categories(),
+        "module": [mname] * count, "computation": computations,
+        "instruction": names, "opcode": opcodes, "category": lookups.categories(),
         "op_name": list(map(op_names.__getitem__, ids)), "source": list(map(sources.__getitem__, ids)),
         "executions": n, "flops": flops_f * n, "transcendentals": trans_f * n,
         "hbm_bytes": hbm_f * n, "hbm_read_bytes": reads_f * n, "hbm_write_bytes": writes_f * n,
-        "wire_bytes": comms_f * n, "comm_kind": list(map(_COMM_KIND, costs)),
-        "group_size": list(map(_GROUP_SIZE, costs)), "dtype": dtypes, "intensity": intensity,
+        "wire_bytes": comms_f * n, "comm_kind": comm_kinds,
+        "group_size": group_sizes, "dtype": dtypes, "intensity": intensity,
         "critical_intensity": critical, "compute_s": compute_s * n, "memory_s": memory_s * n,
         "comm_s": comm_s * n, "roofline_s": roofline_s * n, "bound": bound, "caveats": caveats,
         "result_shape": lookups.shape_texts(),
@@ -310,10 +309,11 @@ def _table_columns(rows: list, timings: list | None, keep_all: bool) -> tuple:
     """The rows the table keeps and their fields: ``table_columns`` of ``_cost_walk.c``, in Python (its
     specification): every row with ``keep_all``, else a row whose cost has flags, or whose timing (``timings``,
     beside ``rows``, or None) is not None, or which does any work or moves any byte. Returns (rows, instructions,
-    costs, numbers, the kept timings or None): ``numbers`` holds the ``_NUMBER_COLUMNS`` of the kept rows as
-    native doubles, column after column (bytes): count, the five cost fields, flops + transcendentals, read +
+    costs, numbers, the kept timings or None, fields): ``numbers`` holds the ``_NUMBER_COLUMNS`` of the kept rows
+    as native doubles, column after column (bytes): count, the five cost fields, flops + transcendentals, read +
     written bytes (each sum made as Python adds, then converted by ``float()``), and 1.0 where the cost has no
-    flags, else 0.0."""
+    flags, else 0.0; ``fields`` holds lists of the kept rows' computations, their instructions' names, opcodes
+    and shapes, and their costs' comm kinds and group sizes."""
     if not keep_all:
         keep = [k for k, r in enumerate(rows)
                 if r.cost.flags or (timings is not None and timings[k] is not None)
@@ -333,7 +333,10 @@ def _table_columns(rows: list, timings: list | None, keep_all: bool) -> tuple:
                    list(map(add, flops, trans)), list(map(add, reads, writes))):
         numbers.extend(map(float, column))
     numbers.extend(0.0 if c.flags else 1.0 for c in costs)
-    return rows, list(map(_INSTRUCTION, rows)), costs, numbers.tobytes(), timings
+    insts = list(map(_INSTRUCTION, rows))
+    fields = (list(map(_COMPUTATION, rows)), list(map(_NAME, insts)), list(map(_OPCODE, insts)),
+              list(map(_SHAPE, insts)), list(map(_COMM_KIND, costs)), list(map(_GROUP_SIZE, costs)))
+    return rows, insts, costs, numbers.tobytes(), timings, fields
 
 
 @cache

@@ -101,6 +101,23 @@ def test_edge_rows(twins, monkeypatch) -> None:
         _check(rows, twins, monkeypatch, rng)
 
 
+def test_edge_rows_sharing_cost_objects(twins, monkeypatch) -> None:
+    """Rows that share a few cost objects, as the cost walk's rows do: ``table_columns`` reads each cost once,
+    except one for which reading raises (a huge int among floats, flags of no truth value), whose rows are read
+    one by one and raise, or not, as each row's own needs say (a row kept for its timing never sums its cost)."""
+    module = parse_hlo_text("HloModule m\n\nENTRY %e (p: f32[8]) -> f32[8] {\n  ROOT %p = f32[8]{0} parameter(0)\n}\n")
+    inst = module.entry.instructions[0]
+    rng = random.Random(11)
+    for _ in range(1000):
+        pool = []
+        for _ in range(rng.randint(1, 4)):
+            fields = [rng.choice(_VALUES + [0.5, 2.0]) for _ in range(5)]
+            pool.append(OpCost(*fields, rng.choice(_KINDS), rng.choice([0, 2, 8]),
+                               frozenset({"a"}) if rng.random() < 0.2 else frozenset()))
+        rows = [walk.CostRow("e", inst, rng.choice(pool), rng.choice([1.0, 3.0])) for _ in range(rng.randint(0, 10))]
+        _check(rows, twins, monkeypatch, rng)
+
+
 def test_values_that_sum_to_zero_are_dropped_as_python_drops_them(twins) -> None:
     """(1 + -1 + 0 + 0 + 0) == 0: the row does no work by Python's arithmetic, and neither side keeps it."""
     module = parse_hlo_text("HloModule m\n\nENTRY %e (p: f32[8]) -> f32[8] {\n  ROOT %p = f32[8]{0} parameter(0)\n}\n")
