@@ -16,6 +16,12 @@ lists of strings, floats or ints): it makes each column's array with the dtype p
 them to ``DataFrame._from_arrays`` (pandas' own constructor from finished arrays, private; a frame of any other
 column, or a pandas without it, is made by ``pd.DataFrame``). tests/test_columns.py holds the two equal, dtypes
 and column index included.
+
+``ColumnTable`` is such a table before it is a DataFrame: its columns as those arrays, in row order, made into
+the DataFrame ``frame_from_columns`` would make on first use (``Report.ops``). The static analysis, its JSON, the
+pytest plugin's baseline and comparison read the columns alone: no DataFrame is made for them, and the
+``hloscope report --format json`` process of an HLO file never imports pandas (~0.2 s of its time). Every reader
+here (``column_list``, ``column_array``, ``dtype_kinds``) takes either.
 """
 
 from __future__ import annotations
@@ -28,11 +34,100 @@ if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
 
-__all__ = ["column_array", "column_list", "frame_from_columns"]
+__all__ = ["ColumnTable", "as_frame", "column_array", "column_list", "dtype_kinds", "frame_from_columns",
+           "head_records", "table_from_columns"]
+
+
+class ColumnTable:
+    """A table as its columns, in row order: what ``frame_from_columns`` makes a DataFrame of, kept as numpy
+    arrays (float64, int64 or bool arrays, and object arrays of exact strings) until ``frame`` is asked for.
+
+    ``columns`` (the names, in order), ``len()``, ``table[name] = values`` (a list or array of plain values, or
+    one scalar for every row, as a DataFrame takes it); ``column_list``, ``column_array`` and ``dtype_kinds`` read
+    it as they read a DataFrame, with the same values. Made by ``table_from_columns``.
+    """
+
+    __slots__ = ("_names", "_arrays", "_rows")
+
+    def __init__(self, names: list[str], arrays: list[tuple[str, Any]], rows: int) -> None:
+        self._names = names
+        self._arrays = dict(zip(names, arrays))
+        self._rows = rows
+
+    @property
+    def columns(self) -> list[str]:
+        return list(self._names)
+
+    def __len__(self) -> int:
+        return self._rows
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._arrays
+
+    def stored(self, name: str) -> Any:
+        """Column ``name``'s array (an object array for a column of strings). Raises KeyError."""
+        return self._arrays[name][1]
+
+    def kind(self, name: str) -> str:
+        """``dtype.kind`` of the column in the DataFrame: ``"O"`` for strings, else its array's."""
+        kind, array = self._arrays[name]
+        return "O" if kind in ("str", "empty") else array.dtype.kind
+
+    def __setitem__(self, name: str, values: Any) -> None:
+        import numpy as np
+
+        if not isinstance(values, (list, np.ndarray)):
+            values = [values] * self._rows  # (one value for every row, as DataFrame assignment broadcasts it)
+        arrays = _plain_arrays([values], self._rows)
+        if arrays is None:
+            raise TypeError(f"ColumnTable: column {name!r} of {len(values)} values that are not plain")
+        if name not in self._arrays:
+            self._names.append(name)
+        self._arrays[name] = arrays[0]
+
+    @classmethod
+    def empty(cls, names: list[str]) -> ColumnTable:
+        """A table of no rows whose frame is ``pd.DataFrame([], columns=names)`` (object columns)."""
+        return cls(list(names), [("empty", [])] * len(names), 0)
+
+    def frame(self) -> pd.DataFrame:
+        """The DataFrame ``frame_from_columns`` makes of these columns (``empty``'s for a table of no rows)."""
+        if not self._rows:
+            import pandas as pd
+
+            return pd.DataFrame([], columns=self._names)
+        return _frame_of([self._arrays[n] for n in self._names], self._names, self._rows)
+
+
+def table_from_columns(columns: dict[str, Any], order: Any = None) -> ColumnTable | pd.DataFrame:
+    """``frame_from_columns(columns, order)`` kept as a ``ColumnTable`` (its DataFrame made on first use); the
+    DataFrame itself where a column is not plain or there are no rows. Imports no pandas."""
+    values = list(columns.values())
+    count = len(values[0]) if values else 0
+    arrays = _plain_arrays(values, count) if count else None
+    if arrays is None:
+        return frame_from_columns(columns, order)
+    if order is not None:
+        arrays = [(kind, array[order]) for kind, array in arrays]
+    return ColumnTable(list(columns), arrays, len(order) if order is not None else count)
+
+
+def as_frame(table: ColumnTable | pd.DataFrame) -> pd.DataFrame:
+    """The DataFrame of ``table`` (itself when it is one)."""
+    return table.frame() if isinstance(table, ColumnTable) else table
+
+
+def dtype_kinds(table: ColumnTable | pd.DataFrame) -> list[str]:
+    """``dtype.kind`` of each column, in order (``"O"`` for strings and objects)."""
+    if isinstance(table, ColumnTable):
+        return [table.kind(n) for n in table._names]
+    return [dtype.kind for dtype in table.dtypes.tolist()]
 
 
 def _stored(df: pd.DataFrame, name: str) -> Any:
     """The stored array (ndarray or ExtensionArray) of column ``name``, or None where only ``df[name]`` will do."""
+    if isinstance(df, ColumnTable):
+        return df.stored(name)
     get = getattr(df, "_get_column_array", None)
     if get is None:
         return None
@@ -47,7 +142,22 @@ def column_list(df: pd.DataFrame, name: str) -> list:
         KeyError: no column ``name``.
     """
     values = _stored(df, name)
-    return df[name].tolist() if values is None else values.tolist()
+    return df[name].tolist() if values is None else list(values) if type(values) is list else values.tolist()
+
+
+def head_records(df: ColumnTable | pd.DataFrame, n: int) -> list[dict[str, Any]]:
+    """The first ``n`` rows as dicts of Python values (``df.head(n).to_dict(orient="records")``), read from the
+    stored arrays' first ``n`` values."""
+    names = list(df.columns)
+    columns = []
+    for name in names:
+        values = _stored(df, name)
+        if values is None:
+            columns.append(df[name].head(n).tolist())
+        else:
+            part = values[:n]
+            columns.append(part if type(part) is list else part.tolist())
+    return [dict(zip(names, row)) for row in zip(*columns)]
 
 
 def column_array(df: pd.DataFrame, name: str, dtype: Any = float) -> np.ndarray:
@@ -86,25 +196,39 @@ def frame_from_columns(columns: dict[str, Any], order: Any = None) -> pd.DataFra
     Raises:
         what ``pd.DataFrame`` raises for such columns (columns of different lengths: ValueError).
     """
-    import pandas as pd
-
     values = list(columns.values())
     count = len(values[0]) if values else 0
-    arrays = _plain_arrays(values, count) if count and hasattr(pd.DataFrame, "_from_arrays") else None
+    arrays = _plain_arrays(values, count) if count and _has_from_arrays() else None
     if arrays is None:
+        import pandas as pd
+
         df = pd.DataFrame(columns, columns=list(columns))
         if order is not None:
             df = df.take(order)
             df.index = pd.RangeIndex(len(df))
         return df
+    if order is not None:
+        arrays = [(kind, array[order]) for kind, array in arrays]
+    return _frame_of(arrays, list(columns), len(arrays[0][1]))
+
+
+def _frame_of(arrays: list[tuple[str, Any]], names: list[str], rows: int) -> pd.DataFrame:
+    """The DataFrame of ``_plain_arrays``' arrays (in row order), named ``names``."""
+    import pandas as pd
+
     string_array = _string_array()
-    out = []
-    for kind, array in arrays:
-        if order is not None:
-            array = array[order]
-        out.append(string_array(array) if kind == "str" else array)
-    return pd.DataFrame._from_arrays(out, columns=_column_index(tuple(columns)).copy(),
-                                     index=pd.RangeIndex(len(out[0])), verify_integrity=False)
+    out = [string_array(array) if kind == "str" else array for kind, array in arrays]
+    if not _has_from_arrays():
+        return pd.DataFrame(dict(zip(names, out)), columns=names)
+    return pd.DataFrame._from_arrays(out, columns=_column_index(tuple(names)).copy(), index=pd.RangeIndex(rows),
+                                     verify_integrity=False)
+
+
+def _has_from_arrays() -> bool:
+    """Whether this pandas has ``DataFrame._from_arrays`` (a private constructor, since pandas 0.23)."""
+    import pandas as pd
+
+    return hasattr(pd.DataFrame, "_from_arrays")
 
 
 @lru_cache(maxsize=32)

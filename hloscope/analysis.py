@@ -265,8 +265,9 @@ def _static(modules: list[HloModule], chip: ChipSpec) -> Report:
 
     with paused_gc():  # (the tables too: a full collection would walk the parsed modules, ~0.04 s on llama)
         costs = [module_cost(m) for m in modules]
-        ops = ops_frame(costs, chip)
-        table = modules_frame(costs, ops, chip, schedule_known=bool(modules))
+        # (the tables as their columns: the Report makes each DataFrame on first use of ``ops``/``modules``)
+        ops = ops_frame(costs, chip, as_table=True)
+        table = modules_frame(costs, ops, chip, schedule_known=bool(modules), as_table=True)
         add_overlap_columns(ops, table, modules)
     return Report(ops, table, chip, {"static": True}, hlo_modules=list(modules))
 

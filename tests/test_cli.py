@@ -73,3 +73,17 @@ def test_a_reader_gone_is_a_quiet_exit_141(fmt, tmp_path):
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=120) == 141, err
     assert "Traceback" not in err and "BrokenPipeError" not in err, err
+
+
+@pytest.mark.parametrize("fmt", ["json", "table"])
+def test_a_static_report_loads_no_pandas(fmt, tmp_path):
+    """``hloscope report FILE`` of HLO text, as JSON or as the terminal table with advice: the analysis keeps its
+    tables as columns and neither output makes a DataFrame, so the process never imports pandas (~0.2 s of it).
+    The output is the one the DataFrames give (tests/test_report_identity.py; tests/test_columns.py)."""
+    out = tmp_path / "out"
+    code = ("import sys; from hloscope.cli import main; "
+            f"rc = main(['report', {str(HLO)!r}, '--chip', 'tpu-v5e', '--format', {fmt!r}, '--advice', "
+            f"'-o', {str(out)!r}]); print(rc, 'pandas' in sys.modules)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert proc.stdout.split() == ["0", "False"], proc.stderr
+    assert "jit_mlp_train_step" in out.read_text()

@@ -10,7 +10,8 @@ import pandas as pd
 import pytest
 
 import hloscope
-from hloscope._columns import column_array, column_list, frame_from_columns
+from hloscope._columns import (ColumnTable, column_array, column_list, dtype_kinds, frame_from_columns, head_records,
+                               table_from_columns)
 
 
 def _same(a: list, b: list) -> bool:
@@ -191,3 +192,61 @@ def test_each_frame_has_its_own_column_index() -> None:
     second = frame_from_columns(columns)
     assert second.columns.name is None and first.columns is not second.columns
     _assert_same_frame(second, pd.DataFrame(columns))
+
+
+# -- tables kept as their columns (ColumnTable) ------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def kept(fixtures_dir) -> list[tuple[ColumnTable, pd.DataFrame]]:
+    """The tables static analyses keep as columns (``Report.table``, the advice), each with the DataFrame the
+    report makes of it."""
+    out = []
+    for name in ("cpu_collectives.hlo.txt", "cpu_transformer_scan_grad.hlo.txt", "tpu-v5e_collectives.hlo.txt",
+                 "tpu-v5e_mlp_large.hlo.txt"):
+        report = hloscope.analyze(fixtures_dir / "hlo" / name, chip="tpu-v5e")
+        tables = [report.table("ops"), report.table("modules"), report._advice_table()]
+        frames = [report.ops, report.modules, report.advice]
+        out += [(t, f) for t, f in zip(tables, frames) if isinstance(t, ColumnTable)]
+    assert len(out) >= 9 and any(len(t) > 100 for t, _ in out) and any(len(t.columns) == 8 for t, _ in out)
+    return out
+
+
+def test_kept_columns_read_as_their_frame_does(kept) -> None:
+    for table, frame in kept:
+        assert table.columns == list(frame.columns) and len(table) == len(frame)
+        assert dtype_kinds(table) == dtype_kinds(frame)
+        for name, kind in zip(frame.columns, dtype_kinds(frame)):
+            assert _same(column_list(table, name), column_list(frame, name)), name
+            if kind in "fiub":
+                np.testing.assert_array_equal(column_array(table, name), column_array(frame, name))
+        for got, want in zip(head_records(table, 7), frame.head(7).to_dict(orient="records")):
+            assert list(got) == list(want) and _same(list(got.values()), [
+                v.item() if hasattr(v, "item") else v for v in want.values()])
+
+
+def test_the_frame_of_a_column_table_is_frame_from_columns() -> None:
+    columns = {"a": np.array([3.0, 1.0, 2.0]), "b": ["x", "y", "z"], "c": [1, 2, 3], "d": [0.5, math.nan, 2.5],
+               "e": np.array([True, False, True])}
+    for order in (None, np.array([1, 2, 0])):
+        table = table_from_columns(columns, order)
+        assert isinstance(table, ColumnTable)
+        _assert_same_frame(table.frame(), frame_from_columns(columns, order))
+    assert isinstance(table_from_columns({"a": [1, None]}), pd.DataFrame)  # (not plain: the DataFrame at once)
+    assert isinstance(table_from_columns({"a": []}), pd.DataFrame)  # (no rows: pandas' dtypes for them)
+
+
+def test_setting_a_column_of_a_column_table() -> None:
+    table = table_from_columns({"a": np.array([1.0, 2.0]), "b": ["x", "y"]})
+    table["c"] = 0.0  # (one value for every row, as a DataFrame takes it)
+    table["a"] = [5.0, math.nan]
+    _assert_same_frame(table.frame(), pd.DataFrame({"a": [5.0, math.nan], "b": ["x", "y"], "c": [0.0, 0.0]}))
+    with pytest.raises(TypeError):
+        table["d"] = [1, None]  # (not a plain column)
+
+
+def test_an_empty_column_table_is_pandas_empty_frame() -> None:
+    table = ColumnTable.empty(["x", "y"])
+    assert len(table) == 0 and table.columns == ["x", "y"] and dtype_kinds(table) == ["O", "O"]
+    assert head_records(table, 5) == [] and column_list(table, "x") == []
+    _assert_same_frame(table.frame(), pd.DataFrame([], columns=["x", "y"]))

@@ -1,7 +1,10 @@
-"""What every advice rule shares: the ``Advice`` record, significance, and reading a matmul's shapes from the HLO.
+"""What every advice rule shares: the ``Advice`` record, the ops table's columns, significance, and reading a
+matmul's shapes from the HLO.
 
 Advice is computed from the scored tables of a ``Report`` (and, where a rule needs an op's shapes or its
-neighbours, the parsed modules the report keeps); nothing is re-parsed or re-scored.
+neighbours, the parsed modules the report keeps); nothing is re-parsed or re-scored. The rules read the ops table
+by columns (``OpsColumns``) from the table as the report keeps it, so that a static report's advice -- part of
+its JSON -- needs no DataFrame and no pandas (``hloscope report --format json``).
 """
 
 from __future__ import annotations
@@ -44,16 +47,115 @@ class Advice:
     source: str
 
 
-def time_column(ops: pd.DataFrame) -> str:
+class OpsColumns:
+    """A report's ops table as the rules read it: each column once, by name, from the table the report keeps
+    (``Report.table("ops")``: a DataFrame, or the columns a static analysis keeps; ``hloscope._columns``), rows by
+    position (0 to ``len - 1``, the table's order, as its ``RangeIndex`` numbers them).
+
+    ``list(name)``: the column's values as Python objects (``column_list``); ``array(name)``: a float column as a
+    float64 array; ``row(i)``: row ``i`` as a mapping that reads each column it is asked for (the values
+    ``DataFrame.loc[i]`` gives: Python floats, ints and strings). Raises KeyError for a column the table lacks.
+    """
+
+    __slots__ = ("table", "_lists", "_arrays")
+
+    def __init__(self, report: Any) -> None:
+        own = getattr(report, "table", None)
+        self.table = own("ops") if callable(own) else report.ops
+        self._lists: dict[str, list] = {}
+        self._arrays: dict[str, Any] = {}
+
+    def __len__(self) -> int:
+        return len(self.table)
+
+    def list(self, name: str) -> list:
+        found = self._lists.get(name)
+        if found is None:
+            from hloscope._columns import column_list
+
+            found = self._lists[name] = column_list(self.table, name)
+        return found
+
+    def array(self, name: str) -> Any:
+        found = self._arrays.get(name)
+        if found is None:
+            from hloscope._columns import column_array
+
+            found = self._arrays[name] = column_array(self.table, name)
+        return found
+
+    def equal(self, name: str, value: str) -> Any:
+        """A bool array: rows whose column ``name`` equals ``value``."""
+        import numpy as np
+
+        from itertools import repeat
+        from operator import eq
+
+        column = self.list(name)
+        return np.fromiter(map(eq, column, repeat(value)), bool, len(column))
+
+    def row(self, i: int) -> _Row:
+        return _Row(self, i)
+
+
+class _Row:
+    """Row ``i`` of an ``OpsColumns``, read column by column (``row["roofline_s"]``)."""
+
+    __slots__ = ("_ops", "_i")
+
+    def __init__(self, ops: OpsColumns, i: int) -> None:
+        self._ops, self._i = ops, i
+
+    def __getitem__(self, name: str) -> Any:
+        return self._ops.list(name)[self._i]
+
+
+def time_column(ops: OpsColumns) -> str:
     """``measured_s`` for a traced report, else ``roofline_s``."""
-    return "measured_s" if ops["measured_s"].notna().any() else "roofline_s"
+    import numpy as np
+
+    return "measured_s" if (~np.isnan(ops.array("measured_s"))).any() else "roofline_s"
 
 
-def shares(ops: pd.DataFrame) -> pd.Series:
-    """Each op's share of its module's total time (``time_column``)."""
+def module_totals(ops: OpsColumns, column: str) -> Any:
+    """Each row's module total of ``column`` (a float64 array beside the rows): the exact sum (``math.fsum``) of
+    the module's non-NaN values -- the same whatever the row order or the library (pandas' groupby sum, used
+    before, moves its last bit with the pandas version and with NaN in the column)."""
+    import numpy as np
+
+    values = ops.array(column)
+    modules = ops.list("module")
+    known = values[~np.isnan(values)] if len(set(modules)) == 1 else None
+    if known is not None:
+        return np.full(len(values), math.fsum(known.tolist()))
+    sums: dict[str, list[float]] = {}
+    for m, v in zip(modules, values.tolist()):
+        if v == v:
+            sums.setdefault(m, []).append(v)
+    total = {m: math.fsum(vs) for m, vs in sums.items()}
+    return np.array([total.get(m, 0.0) for m in modules], dtype=float)
+
+
+def share_of_module(ops: OpsColumns, column: str, totals: Any) -> Any:
+    """``column / totals`` where the total is positive, else 0.0; a NaN value's share is 0.0 (a float64 array)."""
+    import numpy as np
+
+    with np.errstate(divide="ignore", invalid="ignore"):
+        share = ops.array(column) / np.where(totals > 0, totals, np.nan)
+    return np.where(np.isnan(share), 0.0, share)
+
+
+def shares(ops: OpsColumns) -> Any:
+    """Each op's share of its module's total time (``time_column``): a float64 array beside the rows."""
     col = time_column(ops)
-    totals = ops.groupby("module")[col].transform("sum")
-    return (ops[col] / totals.where(totals > 0)).fillna(0.0)
+    return share_of_module(ops, col, module_totals(ops, col))
+
+
+def picked(mask: Any) -> list[int]:
+    """The rows (positions, in order) where the bool array ``mask`` holds."""
+    import numpy as np
+
+    return np.flatnonzero(mask).tolist()
 
 
 def modules_by_name(report: Any) -> dict[str, HloModule]:
@@ -61,7 +163,7 @@ def modules_by_name(report: Any) -> dict[str, HloModule]:
 
 
 def row_instruction(modules: dict[str, HloModule], row: Any
-                    ) -> tuple[HloModule, HloComputation, HloInstruction] | None:
+                    ) -> tuple[HloModule, HloComputation, HloInstruction] | None:  # (an OpsColumns row)
     """The module, computation and instruction an ops-table row names; None when the report holds no such
     module (a trace op without HLO) or the names are not in it."""
     module = modules.get(row["module"])

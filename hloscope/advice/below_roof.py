@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from hloscope.advice._common import SIGNIFICANT_SHARE, Advice, shares
+from hloscope.advice._common import SIGNIFICANT_SHARE, Advice, OpsColumns, picked, shares, time_column
 from hloscope.units import duration
 
 if TYPE_CHECKING:
-    import pandas as pd
+    import numpy as np
 
     from hloscope.result import Report
 
@@ -24,15 +24,15 @@ SOURCE = "How to Scale Your Model, Part 1 (Rooflines): measured time vs the roof
 EFFICIENCY_BELOW = 0.30
 
 
-def advise(report: Report, share: pd.Series | None = None) -> list[Advice]:
-    ops = report.ops
-    if not ops["measured_s"].notna().any():
+def advise(report: Report, share: np.ndarray | None = None, ops: OpsColumns | None = None) -> list[Advice]:
+    ops = OpsColumns(report) if ops is None else ops
+    if time_column(ops) != "measured_s":
         return []
     share = shares(ops) if share is None else share  # (advise() hands over the one it made for every rule)
-    pick = (ops["efficiency"] < EFFICIENCY_BELOW) & (share >= SIGNIFICANT_SHARE) & (ops["category"] != "collective")
     out = []
-    for i in ops.index[pick]:
-        r = ops.loc[i]
+    for i in picked((ops.array("efficiency") < EFFICIENCY_BELOW) & (share >= SIGNIFICANT_SHARE)
+                    & ~ops.equal("category", "collective")):
+        r = ops.row(i)
         out.append(Advice(
             RULE, r["module"], r["instruction"],
             f"{r['category']} op ran {duration(r['measured_s'])} against a {r['bound']}-bound roof of "

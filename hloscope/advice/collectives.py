@@ -23,12 +23,12 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from hloscope.advice._common import (SIGNIFICANT_SHARE, Advice, dot_in, modules_by_name, row_instruction, shares,
-                                     users)
+from hloscope.advice._common import (SIGNIFICANT_SHARE, Advice, OpsColumns, dot_in, modules_by_name, picked,
+                                     row_instruction, shares, users)
 from hloscope.units import duration
 
 if TYPE_CHECKING:
-    import pandas as pd
+    import numpy as np
 
     from hloscope.result import Report
 
@@ -46,19 +46,17 @@ def contracting_dim_to_hide(peak_flops_per_s: float, link_bytes_per_s: float, de
     return devices * bytes_per_element * peak_flops_per_s / (2 * link_bytes_per_s)
 
 
-def advise(report: Report, share: pd.Series | None = None) -> list[Advice]:
-    ops = report.ops
+def advise(report: Report, share: np.ndarray | None = None, ops: OpsColumns | None = None) -> list[Advice]:
+    ops = OpsColumns(report) if ops is None else ops
     modules = modules_by_name(report)
     share = shares(ops) if share is None else share  # (advise() hands over the one it made for every rule)
     out = []
-    pick = (ops["category"] == "collective") & (ops["bound"] == "communication") & (share >= SIGNIFICANT_SHARE)
-    picked = ops.index[pick]
-    # (module, instruction) -> row, made only when a collective is picked (the columns as lists: iterating the
-    # Series themselves took ~60 ms on a 21,000-row table)
-    by_name = ({(m, i): k for k, (m, i) in enumerate(zip(ops["module"].tolist(), ops["instruction"].tolist()))}
-               if len(picked) else {})
-    for i in picked:
-        r = ops.loc[i]
+    rows = picked(ops.equal("category", "collective") & ops.equal("bound", "communication")
+                  & (share >= SIGNIFICANT_SHARE))
+    # (module, instruction) -> row, made only when a collective is picked
+    by_name = {(m, i): k for k, (m, i) in enumerate(zip(ops.list("module"), ops.list("instruction")))} if rows else {}
+    for i in rows:
+        r = ops.row(i)
         named = row_instruction(modules, r)
         if named is None:
             continue
@@ -102,11 +100,11 @@ def _matmul_beside(module, comp, inst, ops, by_name):
         candidates.extend((comp.instruction_at(j), False) for j in users(comp, inst.name))
     for cand, fed_by in candidates:
         k = by_name.get((module.name, cand.name))
-        if k is None or ops["category"].iat[k] != "matmul":
+        if k is None or ops.list("category")[k] != "matmul":
             continue
         mm = dot_in(module, comp.name, cand)
         if mm is not None:
-            return ops.iloc[k], mm, fed_by
+            return ops.row(k), mm, fed_by
     return None
 
 

@@ -16,11 +16,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from hloscope.advice._common import SIGNIFICANT_SHARE, Advice, is_scheduled, modules_by_name, time_column
+from hloscope.advice._common import (SIGNIFICANT_SHARE, Advice, OpsColumns, is_scheduled, modules_by_name, picked,
+                                     time_column)
+from hloscope.roofline.tables import nansum
 from hloscope.units import duration
 
 if TYPE_CHECKING:
-    import pandas as pd
+    import numpy as np
 
     from hloscope.result import Report
 
@@ -33,26 +35,38 @@ _MOVES = frozenset({"copy", "transpose", "convert", "broadcast", "reshape"})
 _SHOWN = 8
 
 
-def advise(report: Report, share: pd.Series | None = None) -> list[Advice]:  # noqa: ARG001 - the rules' signature
-    ops = report.ops
+def advise(report: Report, share: np.ndarray | None = None,  # noqa: ARG001 - the rules' signature
+           ops: OpsColumns | None = None) -> list[Advice]:
+    import numpy as np
+
     modules = modules_by_name(report)
     scheduled = {name for name, module in modules.items() if is_scheduled(module)}
     if not scheduled:
         return []  # (before optimization XLA has not fused yet)
+    ops = OpsColumns(report) if ops is None else ops
     col = time_column(ops)
     out = []
-    table = ops[["module", "computation", "instruction", "category", "opcode", col]]
-    cand = table[table["category"].isin(_KINDS) & (ops["bound"] == "memory") & (table[col] > 0)]
-    for (mname, cname), group in cand.groupby(["module", "computation"]):
+    time = ops.array(col)
+    category, module_of = ops.list("category"), ops.list("module")
+    kinds = np.fromiter(map(_KINDS.__contains__, category), bool, len(category))
+    # The candidate rows by (module, computation), groups in sorted order, rows in the table's (as a sorted
+    # ``groupby`` of the table gives them).
+    groups: dict[tuple[str, str], list[int]] = {}
+    computation = ops.list("computation")
+    for i in picked(kinds & ops.equal("bound", "memory") & (time > 0)):
+        groups.setdefault((module_of[i], computation[i]), []).append(i)
+    instruction, opcode = ops.list("instruction"), ops.list("opcode")
+    for (mname, cname), group in sorted(groups.items()):
         module = modules.get(mname)
         if module is None or len(group) < 2 or mname not in scheduled:
             continue
-        total = float(ops.loc[ops["module"] == mname, col].sum())
+        total = nansum(time[ops.equal("module", mname)])  # (Series.sum of the module's rows)
         comp = module.computation(cname)
         # (a dict, in the table's row order: the chains, their members and the sums of their times come out
         # the same in every process -- a set's order changes with the interpreter's string hash seed)
-        names = {n: None for n, cat, op in zip(group["instruction"], group["category"], group["opcode"])
-                 if (cat != "data-movement" or op in _MOVES) and not _in_place(module, comp, n)}
+        names = {instruction[i]: None for i in group
+                 if (category[i] != "data-movement" or opcode[i] in _MOVES)
+                 and not _in_place(module, comp, instruction[i])}
         if len(names) < 2:
             continue
         n_users: dict[str, int] = {}
@@ -74,7 +88,7 @@ def advise(report: Report, share: pd.Series | None = None) -> list[Advice]:  # n
         chains: dict[str, list[str]] = {}
         for n in names:
             chains.setdefault(find(n), []).append(n)
-        times = dict(zip(group["instruction"], group[col]))
+        times = {instruction[i]: time[i].item() for i in group}
         for members in chains.values():
             if len(members) < 2:
                 continue

@@ -18,11 +18,12 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from hloscope.advice._common import SIGNIFICANT_SHARE, Advice, dot_in, modules_by_name, row_instruction, shares
+from hloscope.advice._common import (SIGNIFICANT_SHARE, Advice, OpsColumns, dot_in, modules_by_name, picked,
+                                     row_instruction, shares)
 from hloscope.units import duration
 
 if TYPE_CHECKING:
-    import pandas as pd
+    import numpy as np
 
     from hloscope.result import Report
 
@@ -38,14 +39,13 @@ def batch_for_critical_intensity(flops: float, scaled_bytes: float, fixed_bytes:
     return critical_intensity * fixed_bytes / denom if denom > 0 else math.inf
 
 
-def advise(report: Report, share: pd.Series | None = None) -> list[Advice]:
-    ops = report.ops
+def advise(report: Report, share: np.ndarray | None = None, ops: OpsColumns | None = None) -> list[Advice]:
+    ops = OpsColumns(report) if ops is None else ops
     modules = modules_by_name(report)
     share = shares(ops) if share is None else share  # (advise() hands over the one it made for every rule)
     out = []
-    pick = (ops["category"] == "matmul") & (ops["bound"] == "memory") & (share >= SIGNIFICANT_SHARE)
-    for i in ops.index[pick]:
-        r = ops.loc[i]
+    for i in picked(ops.equal("category", "matmul") & ops.equal("bound", "memory") & (share >= SIGNIFICANT_SHARE)):
+        r = ops.row(i)
         found = row_instruction(modules, r)
         if found is None:
             continue

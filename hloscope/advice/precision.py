@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from hloscope.advice._common import SIGNIFICANT_SHARE, Advice, shares
+from hloscope.advice._common import SIGNIFICANT_SHARE, Advice, OpsColumns, picked, shares
 from hloscope.units import duration
 
 if TYPE_CHECKING:
-    import pandas as pd
+    import numpy as np
 
     from hloscope.result import Report
 
@@ -24,14 +24,14 @@ RULE = "slow-matmul-precision"
 SOURCE = "JAX jax.lax.Precision (TPU HIGH = 3, HIGHEST = 6 bf16 passes); chip peak table (bf16 vs f32)"
 
 
-def advise(report: Report, share: pd.Series | None = None) -> list[Advice]:
-    ops = report.ops
+def advise(report: Report, share: np.ndarray | None = None, ops: OpsColumns | None = None) -> list[Advice]:
+    ops = OpsColumns(report) if ops is None else ops
     share = shares(ops) if share is None else share  # (advise() hands over the one it made for every rule)
     chip = report.chip
     peaks = chip.peak_flops_per_s
     out = []
-    for i in ops.index[(ops["category"] == "matmul") & (share >= SIGNIFICANT_SHARE)]:
-        r = ops.loc[i]
+    for i in picked(ops.equal("category", "matmul") & (share >= SIGNIFICANT_SHARE)):
+        r = ops.row(i)
         caveats = str(r["caveats"] or "").split(",")
         passes = next((int(c.split(":", 1)[1]) for c in caveats if c.startswith("precision-passes:")), 0)
         if passes > 1:

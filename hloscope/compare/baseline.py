@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
 from hloscope._atomic import write_file
-from hloscope.compare.engine import DEFAULT_SIGNIFICANT, dims_of, rows
+from hloscope.compare.engine import DEFAULT_SIGNIFICANT, dims_of, kept_table, rows
 from hloscope.errors import HloscopeError
 
 if TYPE_CHECKING:
@@ -293,11 +293,12 @@ def record(report: Report, *, significant: float = DEFAULT_SIGNIFICANT, compiled
         getattr(report, "memory", None)  # fills the modules' peak_bytes (device memory) where the HLO is known
     except (KeyError, IndexError, ValueError):  # a module the liveness walk cannot follow: peak_bytes stays null
         pass
-    modules = tuple(_clean(m, STORED_FIELDS["modules"]) for m in rows(report.modules, STORED_FIELDS["modules"]))
+    modules = tuple(_clean(m, STORED_FIELDS["modules"])
+                    for m in rows(kept_table(report, "modules"), STORED_FIELDS["modules"]))
     total = sum(m["roofline_s"] or 0.0 for m in modules)
     threshold = significant * total
     ops = []
-    for r in rows(report.ops, STORED_FIELDS["ops"]):
+    for r in rows(kept_table(report, "ops"), STORED_FIELDS["ops"]):
         opcode, roof = r.get("opcode"), r.get("roofline_s")
         if r.get("category") == "unjoined" or not isinstance(opcode, str) or not opcode:
             continue  # a trace op without HLO

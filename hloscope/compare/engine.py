@@ -49,7 +49,7 @@ if TYPE_CHECKING:
 __all__ = [
     "SCHEMA", "DEFAULT_SIGNIFICANT", "SAME", "OP_FIELDS", "MODULE_FIELDS", "OP_DIFF_COLUMNS",
     "MODULE_DIFF_COLUMNS", "COLLECTIVE_DIFF_COLUMNS", "BOUND_RANK", "dims_of", "identity", "is_collective", "rows",
-    "table_rows", "table_columns", "compare", "Diff",
+    "table_rows", "table_columns", "kept_table", "compare", "Diff",
 ]
 
 #: Schema of ``Diff.to_json`` (``/3``: the op fields ``count`` and ``shape`` became ``executions`` and
@@ -141,7 +141,14 @@ def table_rows(report: Any, table: str, columns: Iterable[str] | None = None) ->
     ``table_rows(table)`` gives when it has one (``baseline.BaselineReport``: the rows without a DataFrame; they
     may hold more columns than asked for)."""
     own = getattr(report, "table_rows", None)
-    return own(table) if own is not None else rows(getattr(report, table), columns)
+    return own(table) if own is not None else rows(kept_table(report, table), columns)
+
+
+def kept_table(report: Any, table: str) -> Any:
+    """``report``'s ``ops`` or ``modules`` table as it keeps it (``Report.table``: a DataFrame, or the
+    ``ColumnTable`` of a static analysis, read here without making its DataFrame), else the attribute."""
+    own = getattr(report, "table", None)
+    return own(table) if callable(own) else getattr(report, table)
 
 
 def table_columns(report: Any, table: str, columns: Iterable[str]) -> dict[str, list[Any]]:
@@ -151,7 +158,7 @@ def table_columns(report: Any, table: str, columns: Iterable[str]) -> dict[str, 
     own = getattr(report, "table_columns", None)
     if own is not None:
         return own(table)
-    df = getattr(report, table)
+    df = kept_table(report, table)
     return {c: column_list(df, c) for c in columns if c in df.columns}
 
 

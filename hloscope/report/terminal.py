@@ -11,12 +11,15 @@ from __future__ import annotations
 import math
 from typing import IO, TYPE_CHECKING, Any
 
+from hloscope._columns import column_array, column_list, head_records
 from hloscope.report._format import duration as _time
 from hloscope.report._format import si as _si
 
 if TYPE_CHECKING:
     import pandas as pd
     from rich.text import Text
+
+    from hloscope._columns import ColumnTable
 
     from hloscope.result import Report
     from hloscope.roofline.chips import ChipSpec
@@ -39,22 +42,31 @@ def literal(value: Any, style: str = "") -> Text:
     return Text("" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value), style=style)
 
 
-def fold_modules(modules: pd.DataFrame, time_column: str, limit: int = MAX_MODULES,
-                 share: float = FOLD_SHARE) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The modules table ranked by ``time_column`` (largest first; no time last), split into the rows shown and
-    the rows folded into one line: at most ``limit`` rows are shown, each taking at least ``share`` of the
-    total time (the largest always). Nothing is folded when that would fold fewer than two rows.
+def fold_modules(modules: ColumnTable | pd.DataFrame, time_column: str, limit: int = MAX_MODULES,
+                 share: float = FOLD_SHARE) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The modules table (a DataFrame, or the columns a report keeps: ``Report.table``) ranked by ``time_column``
+    (largest first, ties in table order; no time last), split into the rows shown and the rows folded into one
+    line: at most ``limit`` rows are shown, each taking at least ``share`` of the total time (the largest always).
+    Nothing is folded when that would fold fewer than two rows.
 
     Returns:
-        ``(shown, folded)``, both in rank order.
+        ``(shown, folded)``: rows as dicts of Python values, both in rank order.
     """
-    ranked = modules.sort_values(time_column, ascending=False, na_position="last", kind="stable")
-    times = ranked[time_column].fillna(0.0)
+    import numpy as np
+
+    from hloscope.roofline.tables import descending_order
+
+    rows = head_records(modules, len(modules))
+    times = np.array(column_list(modules, time_column), dtype=float)
+    order = descending_order(times)  # (sort_values(ascending=False, na_position="last", kind="stable"))
+    if order is not None:
+        rows, times = [rows[i] for i in order], times[order]
+    times = np.where(np.isnan(times), 0.0, times)
     total = float(times.sum())
-    keep = [i == 0 or (i < limit and total > 0 and t >= share * total) for i, t in enumerate(times)]
+    keep = [i == 0 or (i < limit and total > 0 and t >= share * total) for i, t in enumerate(times.tolist())]
     if len(keep) - sum(keep) < 2:
-        return ranked, ranked.iloc[0:0]
-    return ranked[keep], ranked[[not k for k in keep]]
+        return rows, []
+    return [r for r, k in zip(rows, keep) if k], [r for r, k in zip(rows, keep) if not k]
 
 
 def _module_row(m: dict[str, Any]) -> list[Any]:
@@ -64,9 +76,17 @@ def _module_row(m: dict[str, Any]) -> list[Any]:
             _time(m["memory_bound_s"]), _time(m["communication_bound_s"])]
 
 
-def _folded_row(folded: pd.DataFrame, time_column: str) -> list[Any]:
-    sums = {c: float(folded[c].sum(min_count=1)) for c in _SUMMED}
-    largest = _time(float(folded[time_column].max()))
+def _folded_row(folded: list[dict[str, Any]], time_column: str) -> list[Any]:
+    import numpy as np
+
+    from hloscope.roofline.tables import nansum
+
+    def summed(values: np.ndarray) -> float:  # (Series.sum(min_count=1): NaN when nothing is known)
+        return nansum(values) if (~np.isnan(values)).any() else math.nan
+
+    sums = {c: summed(np.array([r[c] for r in folded], dtype=float)) for c in _SUMMED}
+    times = np.array([r[time_column] for r in folded], dtype=float)
+    largest = _time(float(np.nanmax(times)) if (~np.isnan(times)).any() else math.nan)
     return [literal(f"{len(folded)} smaller modules (each <= {largest})", "dim")] + [
         literal(v, "dim") for v in _module_row(sums | {"mfu": math.nan})]
 
@@ -89,14 +109,15 @@ def render(report: Report, top: int = 25, file: IO[str] | None = None, width: in
     for note in report.notes:
         console.print(literal(f"note: {note}", "dim"))
     time_column = "measured_s" if traced else "roofline_s"
-    shown, folded = fold_modules(report.modules, time_column)
+    # (the tables as the report keeps them: a static report's columns make no DataFrame, and no pandas is loaded)
+    shown, folded = fold_modules(report.table("modules"), time_column)
     summary = Table(title=literal(f"modules (per {'step' if traced else 'run'}), by {time_column[:-2]} time"))
     for col in ("module", "FLOPs", "HBM bytes", "wire bytes", "roofline", "measured", "MFU",
                 "compute-bound", "memory-bound", "comm-bound"):
         summary.add_column(col, justify="left" if col == "module" else "right", overflow="fold")
-    for m in shown.to_dict(orient="records"):
+    for m in shown:
         summary.add_row(literal(m["name"]), *_module_row(m))
-    if len(folded):
+    if folded:
         summary.add_row(*_folded_row(folded, time_column))
     console.print(summary)
     if traced:
@@ -107,7 +128,7 @@ def render(report: Report, top: int = 25, file: IO[str] | None = None, width: in
     if report.steps is not None and len(report.steps):
         _render_steps(console, report)
     _render_overlap_line(console, report)
-    several = len(report.modules) > 1
+    several = len(report.table("modules")) > 1
     ops = Table(title=literal(f"top {top} ops by {'measured' if traced else 'roofline'} time"))
     columns = (["module"] if several else []) + ["instruction", "category", "op_name", "FLOPs", "bytes", "wire",
                                                  "bound", "roofline"]
@@ -115,7 +136,7 @@ def render(report: Report, top: int = 25, file: IO[str] | None = None, width: in
         columns += ["measured", "efficiency"]
     for col in columns:
         ops.add_column(col, overflow="fold", max_width=40 if col in ("op_name", "module") else None)
-    for r in report.ops.head(top).to_dict(orient="records"):
+    for r in head_records(report.table("ops"), top):
         row = ([literal(r["module"])] if several else []) + [
             literal(r["instruction"]), literal(r["category"]), literal((r["op_name"] or "")[-40:]),
             _si(r["flops"], ""), _si(r["hbm_bytes"], "B"), _si(r["wire_bytes"], "B"),
@@ -142,14 +163,14 @@ def _render_advice(console: Any, report: Report, top: int) -> None:
     """The advice table, largest gain first (gains are upper bounds)."""
     from rich.table import Table
 
-    table = report.advice
+    table = report._advice_table()
     if not len(table):
         console.print(literal("advice: none of the rules applies (docs/advice.md lists them)"))
         return
     t = Table(title=literal(f"advice ({len(table)}; gain = roofline time per run it could save at most)"))
     for col, width in (("gain", None), ("rule", 22), ("ops", 30), ("evidence", 60), ("do", 60)):
         t.add_column(col, justify="right" if col == "gain" else "left", overflow="fold", max_width=width)
-    for r in table.head(top).to_dict(orient="records"):
+    for r in head_records(table, top):
         t.add_row(_time(r["gain_s"]), literal(r["rule"]), literal(r["ops"]), literal(r["evidence"]),
                   literal(r["action"]))
     console.print(t)
@@ -227,15 +248,23 @@ def _render_steps(console: Any, report: Report) -> None:
 def _render_overlap_line(console: Any, report: Report) -> None:
     """One line on what the schedule lets communication hide (``overlap_window_s``, ``exposed_comm_roofline_s``:
     docs/steps.md), when the program has collectives."""
-    ops = report.ops
-    comm = ops[(ops["category"] == "collective") & ~ops["opcode"].astype(str).str.endswith("-done")]
-    if not len(comm) or "exposed_comm_roofline_s" not in report.modules:
+    import numpy as np
+
+    from hloscope.roofline.tables import nansum
+
+    ops, modules = report.table("ops"), report.table("modules")
+    opcode = column_list(ops, "opcode")
+    comm = [i for i, c in enumerate(column_list(ops, "category"))
+            if c == "collective" and not str(opcode[i]).endswith("-done")]
+    if not comm or "exposed_comm_roofline_s" not in modules.columns:
         return
-    total = float(comm["roofline_s"].sum())
-    exposed = float(report.modules["exposed_comm_roofline_s"].sum(min_count=1))
-    if exposed != exposed:
+    total = nansum(column_array(ops, "roofline_s")[comm])
+    exposed_each = column_array(modules, "exposed_comm_roofline_s")
+    if np.isnan(exposed_each).all():  # (Series.sum(min_count=1): NaN when nothing is known)
         return
-    windows = ops["overlap_window_s"].dropna()
+    exposed = nansum(exposed_each)
+    windows = column_array(ops, "overlap_window_s")
+    windows = windows[~np.isnan(windows)]
     line = (f"communication at the roof: {_time(total)}, of which {_time(exposed)} exposed by the schedule "
             f"({len(comm) - len(windows)} synchronous collective(s) hide nothing")
     line += (f"; {len(windows)} async collective(s) have {_time(float(windows.sum()))} of work scheduled between start "

@@ -10,7 +10,7 @@ from pathlib import Path
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from hloscope._columns import column_array, column_list
+from hloscope._columns import ColumnTable, column_array, column_list, dtype_kinds
 from hloscope.errors import ReportSchemaError
 from hloscope.result.assertions import ReportAssertions
 
@@ -45,6 +45,9 @@ class Report(ReportAssertions):
     Attributes:
         ops: per-op DataFrame (``hloscope.roofline.tables.OP_COLUMNS``), totals per module run.
         modules: per-module DataFrame (``hloscope.roofline.tables.MODULE_COLUMNS``).
+            A static analysis keeps both as their columns (``_columns.ColumnTable``) and makes each DataFrame on
+            first use; ``table(name)`` gives the table as kept, for readers of columns (the JSON, the baseline,
+            the comparison), which then make no DataFrame.
         chip: the chip the ops were scored against.
         coverage: for traces, ``joined_time_fraction`` (share of measured op time that joined an instruction
             with a cost), ``steps``, ``devices``, ``files``; for static reports, ``{"static": True}``.
@@ -83,17 +86,32 @@ class Report(ReportAssertions):
     gaps: pd.DataFrame | None = field(default=None, repr=False, compare=False)
     stragglers: pd.DataFrame | None = field(default=None, repr=False, compare=False)
     _memory: list[Any] | None = field(default=None, repr=False, compare=False)
-    _advice: pd.DataFrame | None = field(default=None, repr=False, compare=False)
+    _advice: ColumnTable | pd.DataFrame | None = field(default=None, repr=False, compare=False)
+
+    def table(self, name: str) -> ColumnTable | pd.DataFrame:
+        """The ``ops`` or ``modules`` table as kept -- a DataFrame, or the ``ColumnTable`` it is made of -- for
+        readers of columns (``hloscope._columns``: ``column_list``, ``column_array``), which then make no
+        DataFrame. Raises KeyError for another name."""
+        if name not in _TABLES:
+            raise KeyError(name)
+        return self.__dict__["_" + name]
 
     @property
     def advice(self) -> pd.DataFrame:
         """What to change, ranked by the roofline time it could save at most (``hloscope.advice.advise``:
         ``rule``, ``module``, ``ops``, ``evidence``, ``action``, ``gain_s``, ``gain_basis``, ``source``; docs/advice.md).
         Computed on first use; a report read from JSON has the stored advice."""
-        if self._advice is None:
-            from hloscope.advice import advise
+        table = self._advice_table()
+        if isinstance(table, ColumnTable):
+            table = self._advice = table.frame()
+        return table
 
-            self._advice = advise(self)
+    def _advice_table(self) -> ColumnTable | pd.DataFrame:
+        """``advice`` as kept: its columns until a DataFrame of it is asked for (the JSON prints the columns)."""
+        if self._advice is None:
+            from hloscope.advice import advice_table
+
+            self._advice = advice_table(self)
         return self._advice
 
     @property
@@ -123,9 +141,10 @@ class Report(ReportAssertions):
     def _fill_peak_bytes(self) -> None:
         """The modules table's ``peak_bytes`` column from ``memory`` (matched by module name)."""
         by_name = {fp.module: float(fp.total_bytes) for fp in self._memory or ()}
-        if by_name and len(self.modules):
-            names, peaks = column_list(self.modules, "name"), column_list(self.modules, "peak_bytes")
-            self.modules["peak_bytes"] = [by_name.get(n, v) for n, v in zip(names, peaks)]
+        modules = self.table("modules")
+        if by_name and len(modules):
+            names, peaks = column_list(modules, "name"), column_list(modules, "peak_bytes")
+            modules["peak_bytes"] = [by_name.get(n, v) for n, v in zip(names, peaks)]
 
     def steps_across_devices(self) -> pd.DataFrame | None:
         """One row per step: its wall time (the longest device's), the mean over devices of the parts of it, the
@@ -175,14 +194,14 @@ class Report(ReportAssertions):
         return {
             "schema": SCHEMA,
             "chip": chip_to_dict(self.chip),
-            "modules": _records(self.modules, rows=tables_as_rows),
-            "ops": _records(self.ops, convert={"caveats": shared_caveat_list if tables_as_rows else caveat_list},
+            "modules": _records(self.table("modules"), rows=tables_as_rows),
+            "ops": _records(self.table("ops"), convert={"caveats": shared_caveat_list if tables_as_rows else caveat_list},
                             rows=tables_as_rows),
             "coverage": self.coverage,
             "notes": self.notes,
             "compiled_for": self.compiled_for,
             "memory": memory,
-            "advice": _records(self.advice, rows=tables_as_rows),
+            "advice": _records(self._advice_table(), rows=tables_as_rows),
             "steps": _records(self.steps, rows=tables_as_rows) if self.steps is not None else [],
             "gaps": _records(self.gaps, rows=tables_as_rows) if self.gaps is not None else [],
             "stragglers": _records(self.stragglers, rows=tables_as_rows) if self.stragglers is not None else [],
@@ -269,6 +288,35 @@ class Report(ReportAssertions):
                    stragglers=strag_frame, _memory=memory or None, _advice=advice_frame)
 
 
+#: ``Report``'s tables that may be kept as their columns (``Report.table``).
+_TABLES = ("ops", "modules")
+
+
+def _table_property(name: str, doc: str) -> property:
+    """``Report.ops`` / ``Report.modules``: the DataFrame, made on first use from the ``ColumnTable`` a static
+    analysis keeps (``_columns.ColumnTable.frame``: the frame ``frame_from_columns`` makes); set as any attribute
+    (the dataclass's ``__init__`` and ``dataclasses.replace`` go through it)."""
+    key = "_" + name
+
+    def get(self: Report) -> pd.DataFrame:
+        table = self.__dict__[key]
+        if isinstance(table, ColumnTable):
+            table = self.__dict__[key] = table.frame()
+        return table
+
+    def set_(self: Report, value: Any) -> None:
+        self.__dict__[key] = value
+
+    return property(get, set_, doc=doc)
+
+
+# (after the dataclass is made: a property in the class body would be taken for the fields' default)
+Report.ops = _table_property("ops", "Per-op DataFrame (``hloscope.roofline.tables.OP_COLUMNS``), totals per module "
+                             "run.")  # type: ignore[assignment]
+Report.modules = _table_property("modules", "Per-module DataFrame (``hloscope.roofline.tables.MODULE_COLUMNS``)."
+                                 )  # type: ignore[assignment]
+
+
 def _step_frames(data: dict[str, Any], source: str) -> tuple[pd.DataFrame | None, pd.DataFrame | None]:
     """The steps and gaps tables of a report document (None when it has none: a static report, an older
     writer)."""
@@ -326,7 +374,7 @@ def load_report(path: str | os.PathLike[str]) -> Report:
     return Report.from_dict(data, source=str(path))
 
 
-def _records(df: pd.DataFrame, convert: dict[str, Any] | None = None,
+def _records(df: ColumnTable | pd.DataFrame, convert: dict[str, Any] | None = None,
              rows: bool = False) -> Any:
     """Rows as dicts with NaN -> None and numpy scalars -> Python (JSON has no NaN): what
     ``df.to_dict(orient="records")`` cleaned value by value gives, made by columns (a float column's values are
@@ -342,17 +390,17 @@ def _records(df: pd.DataFrame, convert: dict[str, Any] | None = None,
     as_they_are = {str, int, bool, type(None)}  # (exact types: no ``item``, not a float)
     names = list(df.columns)
     columns = []
-    for name, dtype in zip(names, df.dtypes.tolist()):
-        if dtype.kind == "f" and rows and (convert is None or name not in convert):
+    for name, kind in zip(names, dtype_kinds(df)):
+        if kind == "f" and rows and (convert is None or name not in convert):
             values = np.ascontiguousarray(column_array(df, name, np.float64))  # (Rows: NaN printed as null)
-        elif dtype.kind == "f":
+        elif kind == "f":
             arr = column_array(df, name, np.float64)
             values = arr.tolist()
             bad = ~np.isfinite(arr)
             if bad.any():
                 for i in np.flatnonzero(bad).tolist():
                     values[i] = None
-        elif dtype.kind in "iub":
+        elif kind in "iub":
             values = column_list(df, name)
         else:
             values = column_list(df, name)

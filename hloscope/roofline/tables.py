@@ -15,12 +15,13 @@ from itertools import compress
 from operator import add, attrgetter
 from typing import TYPE_CHECKING, Mapping
 
-from hloscope._columns import column_array, column_list, frame_from_columns
+from hloscope._columns import column_array, column_list, frame_from_columns, table_from_columns
 from hloscope._compiled import PURE_PYTHON, compiled
 
 if TYPE_CHECKING:
     import pandas as pd
 
+    from hloscope._columns import ColumnTable
     from hloscope.cost import ModuleCost
     from hloscope.roofline.chips import ChipSpec
 
@@ -93,7 +94,8 @@ def category(inst, module) -> str:
 
 
 def ops_frame(costs: list[ModuleCost], chip: ChipSpec, measured: Mapping[tuple[str, str], tuple[float, float]] | None = None,
-              step_s: Mapping[str, float] | None = None, all_rows: bool = False) -> pd.DataFrame:
+              step_s: Mapping[str, float] | None = None, all_rows: bool = False, as_table: bool = False
+              ) -> pd.DataFrame:
     """One row per instruction that does work or took time.
 
     Args:
@@ -104,6 +106,8 @@ def ops_frame(costs: list[ModuleCost], chip: ChipSpec, measured: Mapping[tuple[s
         step_s: module name -> measured step time (seconds), for ``step_fraction``.
         all_rows: keep every instruction, also those without work or time (what a trace of any host may name:
             ``hloscope.pod`` classifies events with it before any time is measured).
+        as_table: return the ``_columns.ColumnTable`` the DataFrame is made of (``Report`` makes it on first
+            use), or the DataFrame where its columns are not plain or there are no rows.
 
     Returns:
         DataFrame with ``OP_COLUMNS``, sorted by measured time (traces) or roofline time (static), largest
@@ -155,14 +159,17 @@ def ops_frame(costs: list[ModuleCost], chip: ChipSpec, measured: Mapping[tuple[s
     else:
         for c in _MEASURED_COLUMNS:
             frame[c] = np.full(total, math.nan)
-    order = _descending_order(np.asarray(frame["measured_s" if measured else "roofline_s"], dtype=float))
-    df = frame_from_columns({c: frame[c] for c in OP_COLUMNS}, order)
+    order = descending_order(np.asarray(frame["measured_s" if measured else "roofline_s"], dtype=float))
+    columns = {c: frame[c] for c in OP_COLUMNS}
+    if as_table and total:
+        return table_from_columns(columns, order)
+    df = frame_from_columns(columns, order)
     if not total:
         df = df.astype(object)  # (an empty table has the dtypes of one built from records)
     return df
 
 
-def _descending_order(key):
+def descending_order(key):
     """The row order of ``sort_values(ascending=False, na_position="last", kind="stable")`` on ``key`` (pandas'
     ``nargsort``: largest first, ties and NaNs each in table order, NaNs last); None when the rows are in that
     order already."""
@@ -414,9 +421,11 @@ class _RowLookups:
 _READS_MORE = frozenset({"fusion", "dot", "convolution", "ragged-dot"})
 
 
-def modules_frame(costs: list[ModuleCost], ops: pd.DataFrame, chip: ChipSpec,
-                  step_s: Mapping[str, float] | None = None, schedule_known: bool = False) -> pd.DataFrame:
-    """One row per module: totals of ``ops``, the measured step time, MFU, and time by bound class.
+def modules_frame(costs: list[ModuleCost], ops: ColumnTable | pd.DataFrame, chip: ChipSpec,
+                  step_s: Mapping[str, float] | None = None, schedule_known: bool = False, as_table: bool = False
+                  ) -> pd.DataFrame:
+    """One row per module: totals of ``ops`` (a DataFrame or its ``ColumnTable``), the measured step time, MFU,
+    and time by bound class. ``as_table``: the ``ColumnTable`` of the DataFrame (``ops_frame``).
 
     ``schedule_known``: the modules' HLO is at hand, so ``steps.columns.add_overlap_columns`` fills
     ``exposed_comm_roofline_s`` from their schedules; where no op of the table communicates
@@ -489,7 +498,8 @@ def modules_frame(costs: list[ModuleCost], ops: pd.DataFrame, chip: ChipSpec,
             # filled by hloscope.steps.columns.add_overlap_columns:
             "exposed_comm_roofline_s": exposed_roof, "exposed_comm_s": math.nan, "comm_hidden_fraction": math.nan,
         })
-    return frame_from_columns({c: [row[c] for row in rows] for c in MODULE_COLUMNS})
+    columns = {c: [row[c] for row in rows] for c in MODULE_COLUMNS}
+    return table_from_columns(columns) if as_table else frame_from_columns(columns)
 
 
 def communicates(ops: pd.DataFrame) -> bool:
