@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import re
 from itertools import chain
-from operator import attrgetter
+from operator import attrgetter, methodcaller
 
 from hloscope.hlo import CALLED_COMPUTATION_ROLES, HloComputation, HloInstruction, HloModule
 from hloscope._gc import paused_gc
@@ -59,6 +59,12 @@ _NAME = attrgetter("name")
 _LAZY_MIN_LINES = 128
 _OPERANDS = attrgetter("operands")
 _CALLED_COMPUTATIONS = attrgetter("called_computations")
+_INSTRUCTIONS = attrgetter("instructions")
+_VALUES = methodcaller("values")
+
+
+def _not_built(comp: HloComputation) -> bool:
+    return not comp.is_built
 _TABLE_NAMES = frozenset({"FileNames", "FunctionNames", "FileLocations", "StackFrames"})
 _TABLE_ROW = re.compile(r"[ \t]*(\d+)[ \t]+([^\n]*?)[ \t\r]*$", re.MULTILINE)
 #: ``INSTRUCTION_FAST`` anchored to end at a line end (the match covers exactly one line).
@@ -159,9 +165,9 @@ class _Parser(BodyReader, ShapeInference):
                                                 CALLED_COMPUTATION_ROLES, HloComputation, computations,
                                                 self._rows_into)
                 if len(computations) > read:
-                    for comp in computations[read:]:
-                        self.done[comp.name] = comp
-                        self.checked.add(id(comp))
+                    made = computations[read:]
+                    self.done.update(zip(map(_NAME, made), made))
+                    self.checked.update(map(id, made))
                     continue
             comp, pos, lineno = self._computation(pos, lineno)
             for inline in self.inline:
@@ -415,17 +421,22 @@ class _Parser(BodyReader, ShapeInference):
     # -- cross references ------------------------------------------------------------------------------
 
     def _finish(self, name: str, header: dict[str, str], computations: list[HloComputation]) -> HloModule:
-        by_name: dict[str, HloComputation] = {}
+        # (in bulk first, by C-level passes -- a module holds thousands of small computations, a reducer per
+        # reduce --; a failed check goes through the loops below, which name the first offender)
+        by_name: dict[str, HloComputation] = dict(zip(map(_NAME, computations), computations))
+        if len(by_name) != len(computations):
+            by_name = {}
+            for comp in computations:
+                if comp.name in by_name:
+                    self.computation = ""  # (the message names it)
+                    raise self.error(f"duplicate computation name {comp.name!r} (the first is at line "
+                                     f"{by_name[comp.name].line})", self._locate(comp.line, comp.name))
+                by_name[comp.name] = comp
         checked = self.checked
         for comp in computations:
-            self.computation = comp.name
-            if comp.name in by_name:
-                self.computation = ""  # the message names it
-                raise self.error(f"duplicate computation name {comp.name!r} (the first is at line "
-                                 f"{by_name[comp.name].line})", self._locate(comp.line, comp.name))
-            by_name[comp.name] = comp
             if not comp.is_built or id(comp) in checked:
                 continue  # checked as a whole body when read (_lazy_body, read_computations)
+            self.computation = comp.name
             instructions = comp.instructions
             local = set(map(_NAME, instructions))
             if len(local) != len(instructions):
@@ -442,7 +453,11 @@ class _Parser(BodyReader, ShapeInference):
                         op = next(o for o in inst.operands if o not in local)
                         raise self.error(f"operand {op!r} is not an instruction of computation {comp.name!r}",
                                          self._locate(inst.line, op, after="("), inst.name)
-        for comp in computations:
+        built = [comp for comp in computations if comp.is_built]
+        called = set(chain.from_iterable(chain.from_iterable(map(_VALUES, filter(None, map(
+            _CALLED_COMPUTATIONS, chain.from_iterable(map(_INSTRUCTIONS, built))))))))
+        every_callee_known = called <= by_name.keys()
+        for comp in computations if not every_callee_known else filter(_not_built, computations):
             self.computation = comp.name
             lazy = self.lazy.get(comp.name) if not comp.is_built else None
             if lazy is not None:
