@@ -170,3 +170,21 @@ def test_operand_users_of_built_computations(path: Path) -> None:
     for comp in built:
         asked = _asked(comp)
         assert comp.operand_users(asked) == _users_of(comp.instructions, asked), comp.name
+
+
+def test_index_comments_in_operand_lists_are_read_in_bulk(every_body_lazy: None) -> None:
+    """XLA prints ``/*index=5*/`` before every fifth operand of a long list: the body's operand names are still read
+    over the whole body at once (``used_in_bulk``), and are the names the built instructions hold."""
+    from hloscope.parsers._hlo_bodies import LazyBody
+
+    ops = ", ".join(f"{'/*index=5*/' if k == 5 else ''}%p.{k % 2}" for k in range(7))
+    text = ("HloModule m\n\n%body (a: f32[2], b: f32[2]) -> (f32[2], f32[2], f32[2], f32[2], f32[2], f32[2], f32[2]) {\n"
+            "  %p.0 = f32[2]{0} parameter(0)\n  %p.1 = f32[2]{0} parameter(1)\n"
+            f"  ROOT %t = (f32[2]{{0}}, f32[2]{{0}}, f32[2]{{0}}, f32[2]{{0}}, f32[2]{{0}}, f32[2]{{0}}, f32[2]{{0}}) "
+            f"tuple({ops})\n}}\n\n"
+            "ENTRY %e (x: f32[2]) -> f32[2] {\n  %x = f32[2]{0} parameter(0)\n  ROOT %n = f32[2]{0} negate(%x)\n}\n")
+    body = parse_hlo_text(text).computation("body")
+    source = body._source
+    assert isinstance(source, LazyBody) and source.used_in_bulk
+    assert body.operand_names() == ["p.0", "p.1", "p.0", "p.1", "p.0", "p.1", "p.0"]
+    assert body.operand_names() == list(chain.from_iterable(i.operands for i in body.instructions))
