@@ -12,11 +12,21 @@ from collections.abc import Callable
 PURE_PYTHON = os.environ.get("HLOSCOPE_PURE_PYTHON", "") not in ("", "0")
 
 
+#: The interface version each extension must declare (its ``ABI`` constant; none declared reads 0): raised, in
+#: the C file and here together, when a function's arguments or results change, so that a build from an older
+#: source is not called the new way (its functions read as missing).
+ABI = {"hloscope.cost._cost_walk": 2}
+
+
 def compiled(module: str, name: str) -> Callable | None:
     """The function ``name`` of the C extension ``module`` (``hloscope.parsers._block_scan``, ...), or None when
-    the extension was not built -- or was built from an older source that lacks ``name`` (an editable install
-    whose sources moved on since ``pip install -e .``): the Python twin runs instead."""
+    the extension was not built -- or was built from an older source that lacks ``name`` or declares an older
+    ``ABI`` (an editable install whose sources moved on since ``pip install -e .``): the Python twin runs
+    instead."""
     try:
-        return getattr(importlib.import_module(module), name)
-    except (ImportError, AttributeError):
+        found = importlib.import_module(module)
+    except ImportError:
         return None
+    if getattr(found, "ABI", 0) != ABI.get(module, 0):
+        return None
+    return getattr(found, name, None)

@@ -10,3 +10,22 @@ def test_a_missing_extension_or_function_is_none() -> None:
     # (an extension built from an older source, without a function added since: the twin runs, no import error)
     assert compiled("json", "no_such_function") is None
     assert compiled("json", "dumps") is not None
+
+
+def test_an_extension_of_another_interface_version_is_none(monkeypatch) -> None:
+    """A build from a source whose functions took other arguments (its ``ABI`` constant older than the one
+    ``_compiled.ABI`` asks of it) reads as not built: calling it the new way would raise."""
+    import types
+
+    from hloscope import _compiled
+
+    old = types.ModuleType("old_build")
+    old.shared_rows = print
+    monkeypatch.setitem(__import__("sys").modules, "old_build", old)
+    monkeypatch.setitem(_compiled.ABI, "old_build", 2)
+    assert compiled("old_build", "shared_rows") is None  # (no ABI declared: 0)
+    old.ABI = 2
+    assert compiled("old_build", "shared_rows") is print
+    built = compiled("hloscope.cost._cost_walk", "shared_rows")
+    assert built is None or __import__("hloscope.cost._cost_walk", fromlist=["ABI"]).ABI == _compiled.ABI[
+        "hloscope.cost._cost_walk"]

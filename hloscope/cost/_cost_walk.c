@@ -1134,4 +1134,12 @@ static struct PyModuleDef module = {
     NULL, NULL, NULL, NULL,
 };
 
-PyMODINIT_FUNC PyInit__cost_walk(void) { return PyModule_Create(&module); }
+/* ABI: the interface version (hloscope._compiled.ABI): 2 since shared_rows takes its keyed tuple and table_columns
+ * gives the rows' fields. */
+PyMODINIT_FUNC PyInit__cost_walk(void) {
+    PyObject *m = PyModule_Create(&module);
+    if (m != NULL && PyModule_AddIntConstant(m, "ABI", 2) < 0) {
+        Py_CLEAR(m);
+    }
+    return m;
+}
