@@ -374,30 +374,27 @@ class _Analyzer:
             opcode = inst.opcode
             rule = RULES.get(opcode)
             if rule is not None:
+                key = None
                 if opcode in _SHAPE_RULED:
                     # The cost depends on the opcode and the result and operand shapes alone: computed once per
                     # distinct (opcode, shapes), which a module repeats layer after layer.
+                    memo = by_shapes
                     try:
                         key = (opcode, id(inst.shape), *map(id, map(shape_of, inst.operands)))
                     except KeyError:
-                        key = None
-                    if key is not None:
-                        cost = by_shapes.get(key)
-                        if cost is None:
-                            cost = by_shapes[key] = _apply(rule, inst, inst, ctx)
-                        append(CostRow(name, inst, cost, count))
-                        continue
+                        pass
                 elif SHARE_ATTRIBUTE_KEYS and opcode not in FREE_OPCODES:
                     # Rules that read attributes and called computations too: once per distinct
                     # ``attribute_key`` (a layer's dots, reduces and collectives repeat the layer before's).
+                    memo = by_attributes
                     key = attribute_key(inst, shape_of, work, opcode in _COLLECTIVES, bare)
-                    if key is not None:
-                        cost = by_attributes.get(key)
-                        if cost is None:
-                            cost = by_attributes[key] = _apply(rule, inst, inst, ctx)
-                        append(CostRow(name, inst, cost, count))
-                        continue
-                append(CostRow(name, inst, _apply(rule, inst, inst, ctx), count))
+                if key is None:
+                    cost = _apply(rule, inst, inst, ctx)
+                else:
+                    cost = memo.get(key)
+                    if cost is None:
+                        cost = memo[key] = _apply(rule, inst, inst, ctx)
+                append(CostRow(name, inst, cost, count))
             elif opcode.endswith("-start") and not inst.called_computations and opcode[:-6] in RULES:
                 # Async sugar printed without calls= (TPU slice-start, ...): result is ((operands), out, ctx).
                 append(CostRow(name, inst, self.async_sugar(inst, opcode[:-6], ctx), count))
