@@ -242,7 +242,16 @@ def _column_index(names: tuple) -> pd.Index:
 
 
 #: The numpy dtypes a column array is kept in as it is (pandas' own for a float, int or bool column).
-_ARRAY_KINDS = frozenset({"float64", "int64", "bool"})
+_ARRAY_KINDS = ("float64", "int64", "bool")
+
+
+@cache
+def _array_dtypes() -> frozenset:
+    """The numpy dtypes of ``_ARRAY_KINDS``, native byte order (a dtype looked up in a set: ``dtype.name`` is a
+    Python property, ~2 us a column)."""
+    import numpy as np
+
+    return frozenset(map(np.dtype, _ARRAY_KINDS))
 
 
 def _plain_arrays(values: list, count: int) -> list[tuple[str, Any]] | None:
@@ -255,7 +264,7 @@ def _plain_arrays(values: list, count: int) -> list[tuple[str, Any]] | None:
         if len(column) != count:
             return None
         if type(column) is np.ndarray:
-            if column.ndim != 1 or column.dtype.name not in _ARRAY_KINDS:
+            if column.ndim != 1 or column.dtype not in _array_dtypes():
                 return None
             out.append(("", column))
             continue
