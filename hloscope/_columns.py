@@ -21,7 +21,7 @@ and column index included.
 the DataFrame ``frame_from_columns`` would make on first use (``Report.ops``). The static analysis, its JSON, the
 pytest plugin's baseline and comparison read the columns alone: no DataFrame is made for them, and the
 ``hloscope report --format json`` process of an HLO file never imports pandas (~0.2 s of its time). Every reader
-here (``column_list``, ``column_array``, ``dtype_kinds``) takes either.
+here (``column_list``, ``column_array``, ``dtype_kinds``, ``head_records``) takes either.
 """
 
 from __future__ import annotations
@@ -101,7 +101,7 @@ class ColumnTable:
 
 def table_from_columns(columns: dict[str, Any], order: Any = None) -> ColumnTable | pd.DataFrame:
     """``frame_from_columns(columns, order)`` kept as a ``ColumnTable`` (its DataFrame made on first use); the
-    DataFrame itself where a column is not plain or there are no rows. Imports no pandas."""
+    DataFrame itself where a column is not plain or there are no rows. Imports pandas only for that DataFrame."""
     values = list(columns.values())
     count = len(values[0]) if values else 0
     arrays = _plain_arrays(values, count) if count else None

@@ -52,7 +52,7 @@ class OpsColumns:
     (``Report.table("ops")``: a DataFrame, or the columns a static analysis keeps; ``hloscope._columns``), rows by
     position (0 to ``len - 1``, the table's order, as its ``RangeIndex`` numbers them).
 
-    ``list(name)``: the column's values as Python objects (``column_list``); ``array(name)``: a float column as a
+    ``column(name)``: the column's values as Python objects (``column_list``); ``array(name)``: a float column as a
     float64 array; ``row(i)``: row ``i`` as a mapping that reads each column it is asked for (the values
     ``DataFrame.loc[i]`` gives: Python floats, ints and strings). Raises KeyError for a column the table lacks.
     """
@@ -68,7 +68,7 @@ class OpsColumns:
     def __len__(self) -> int:
         return len(self.table)
 
-    def list(self, name: str) -> list:
+    def column(self, name: str) -> list:
         found = self._lists.get(name)
         if found is None:
             from hloscope._columns import column_list
@@ -86,12 +86,12 @@ class OpsColumns:
 
     def equal(self, name: str, value: str) -> Any:
         """A bool array: rows whose column ``name`` equals ``value``."""
-        import numpy as np
-
         from itertools import repeat
         from operator import eq
 
-        column = self.list(name)
+        import numpy as np
+
+        column = self.column(name)
         return np.fromiter(map(eq, column, repeat(value)), bool, len(column))
 
     def row(self, i: int) -> _Row:
@@ -107,7 +107,7 @@ class _Row:
         self._ops, self._i = ops, i
 
     def __getitem__(self, name: str) -> Any:
-        return self._ops.list(name)[self._i]
+        return self._ops.column(name)[self._i]
 
 
 def time_column(ops: OpsColumns) -> str:
@@ -124,7 +124,7 @@ def module_totals(ops: OpsColumns, column: str) -> Any:
     import numpy as np
 
     values = ops.array(column)
-    modules = ops.list("module")
+    modules = ops.column("module")
     known = values[~np.isnan(values)] if len(set(modules)) == 1 else None
     if known is not None:
         return np.full(len(values), math.fsum(known.tolist()))

@@ -54,7 +54,7 @@ def advise(report: Report, share: np.ndarray | None = None, ops: OpsColumns | No
     rows = picked(ops.equal("category", "collective") & ops.equal("bound", "communication")
                   & (share >= SIGNIFICANT_SHARE))
     # (module, instruction) -> row, made only when a collective is picked
-    by_name = {(m, i): k for k, (m, i) in enumerate(zip(ops.list("module"), ops.list("instruction")))} if rows else {}
+    by_name = {(m, i): k for k, (m, i) in enumerate(zip(ops.column("module"), ops.column("instruction")))} if rows else {}
     for i in rows:
         r = ops.row(i)
         named = row_instruction(modules, r)
@@ -100,7 +100,7 @@ def _matmul_beside(module, comp, inst, ops, by_name):
         candidates.extend((comp.instruction_at(j), False) for j in users(comp, inst.name))
     for cand, fed_by in candidates:
         k = by_name.get((module.name, cand.name))
-        if k is None or ops.list("category")[k] != "matmul":
+        if k is None or ops.column("category")[k] != "matmul":
             continue
         mm = dot_in(module, comp.name, cand)
         if mm is not None:

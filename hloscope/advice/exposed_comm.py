@@ -74,6 +74,6 @@ def _collectives_not_done(ops: OpsColumns) -> np.ndarray:
     collective = ops.equal("category", "collective")
     rows = picked(collective)
     if rows:
-        opcodes = ops.list("opcode")
+        opcodes = ops.column("opcode")
         collective[rows] = [not str(opcodes[i]).endswith("-done") for i in rows]
     return collective

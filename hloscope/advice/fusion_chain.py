@@ -47,15 +47,15 @@ def advise(report: Report, share: np.ndarray | None = None,  # noqa: ARG001 - th
     col = time_column(ops)
     out = []
     time = ops.array(col)
-    category, module_of = ops.list("category"), ops.list("module")
+    category, module_of = ops.column("category"), ops.column("module")
     kinds = np.fromiter(map(_KINDS.__contains__, category), bool, len(category))
     # The candidate rows by (module, computation), groups in sorted order, rows in the table's (as a sorted
     # ``groupby`` of the table gives them).
     groups: dict[tuple[str, str], list[int]] = {}
-    computation = ops.list("computation")
+    computation = ops.column("computation")
     for i in picked(kinds & ops.equal("bound", "memory") & (time > 0)):
         groups.setdefault((module_of[i], computation[i]), []).append(i)
-    instruction, opcode = ops.list("instruction"), ops.list("opcode")
+    instruction, opcode = ops.column("instruction"), ops.column("opcode")
     for (mname, cname), group in sorted(groups.items()):
         module = modules.get(mname)
         if module is None or len(group) < 2 or mname not in scheduled:
