@@ -31,7 +31,8 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
-static PyObject *STR_OPCODE, *STR_SHAPE, *STR_OPERANDS, *STR_NAME;
+static PyObject *STR_OPCODE, *STR_SHAPE, *STR_OPERANDS, *STR_NAME, *STR_TEXT, *STR_LITERAL, *STR_PARAMETER,
+    *STR_CALLS, *STR_CHANNEL_ID, *STR_MASK;
 
 static int init_names(void) {
     if (STR_OPCODE != NULL) {
@@ -41,92 +42,74 @@ static int init_names(void) {
     STR_SHAPE = PyUnicode_InternFromString("shape");
     STR_OPERANDS = PyUnicode_InternFromString("operands");
     STR_NAME = PyUnicode_InternFromString("name");
-    return (STR_OPCODE && STR_SHAPE && STR_OPERANDS && STR_NAME) ? 0 : -1;
-}
-
-/* The memo key of inst (new reference), Py_None (borrowed) when an operand is not in index, NULL on error. */
-static PyObject *shape_key(PyObject *opcode, PyObject *inst, PyObject *index, PyObject *shapes) {
-    PyObject *shape, *operands, *key, *item;
-    Py_ssize_t n, k;
-    shape = PyObject_GetAttr(inst, STR_SHAPE);
-    if (shape == NULL) {
-        return NULL;
-    }
-    operands = PyObject_GetAttr(inst, STR_OPERANDS);
-    if (operands == NULL) {
-        Py_DECREF(shape);
-        return NULL;
-    }
-    if (!PyTuple_Check(operands)) {
-        Py_DECREF(shape);
-        Py_DECREF(operands);
-        return Py_None;
-    }
-    n = PyTuple_GET_SIZE(operands);
-    key = PyTuple_New(2 + n);
-    if (key == NULL) {
-        Py_DECREF(shape);
-        Py_DECREF(operands);
-        return NULL;
-    }
-    Py_INCREF(opcode);
-    PyTuple_SET_ITEM(key, 0, opcode);
-    item = PyLong_FromVoidPtr(shape); /* id(shape) */
-    Py_DECREF(shape); /* (the instruction keeps it alive) */
-    if (item == NULL) {
-        goto fail;
-    }
-    PyTuple_SET_ITEM(key, 1, item);
-    for (k = 0; k < n; k++) {
-        PyObject *i = PyDict_GetItemWithError(index, PyTuple_GET_ITEM(operands, k)), *operand_shape;
-        Py_ssize_t at;
-        if (i == NULL) {
-            if (PyErr_Occurred()) {
-                goto fail;
-            }
-            Py_DECREF(operands);
-            Py_DECREF(key);
-            return Py_None;
-        }
-        at = PyLong_AsSsize_t(i);
-        if (at == -1 && PyErr_Occurred()) {
-            goto fail;
-        }
-        if (at < 0 || at >= PyTuple_GET_SIZE(shapes)) {
-            Py_DECREF(operands);
-            Py_DECREF(key);
-            return Py_None;
-        }
-        operand_shape = PyTuple_GET_ITEM(shapes, at);
-        item = PyLong_FromVoidPtr(operand_shape);
-        if (item == NULL) {
-            goto fail;
-        }
-        PyTuple_SET_ITEM(key, 2 + k, item);
-    }
-    Py_DECREF(operands);
-    return key;
-fail:
-    Py_DECREF(operands);
-    Py_DECREF(key);
-    return NULL;
-}
-
-static PyObject *STR_TEXT, *STR_LITERAL, *STR_PARAMETER, *STR_CALLS, *STR_CHANNEL_ID, *STR_METADATA, *STR_MASK;
-
-static int init_structure_names(void) {
-    if (STR_TEXT != NULL) {
-        return 0;
-    }
     STR_TEXT = PyUnicode_InternFromString("attribute_text");
     STR_LITERAL = PyUnicode_InternFromString("literal");
     STR_PARAMETER = PyUnicode_InternFromString("parameter_number");
     STR_CALLS = PyUnicode_InternFromString("called_computations");
     STR_CHANNEL_ID = PyUnicode_InternFromString("channel_id=");
-    STR_METADATA = PyUnicode_InternFromString("metadata=");
-    STR_MASK = PyUnicode_FromStringAndSize("\0", 1);
-    return (STR_TEXT && STR_LITERAL && STR_PARAMETER && STR_CALLS && STR_CHANNEL_ID && STR_METADATA && STR_MASK)
-               ? 0 : -1;
+    STR_MASK = PyUnicode_FromStringAndSize("\0", 1); /* (structure.py's _MASK) */
+    return (STR_OPCODE && STR_SHAPE && STR_OPERANDS && STR_NAME && STR_TEXT && STR_LITERAL && STR_PARAMETER
+            && STR_CALLS && STR_CHANNEL_ID && STR_MASK) ? 0 : -1;
+}
+
+/* id(shape) of each of inst's operands (``HloComputation.shape_of``: shapes[index[name]]) into the items of out
+ * from ``at`` on (out: a new tuple with room for them): 1, 0 when an operand is not in index (or the operands
+ * are not a tuple), -1 on error. */
+static int operand_shape_ids(PyObject *operands, PyObject *index, PyObject *shapes, PyObject *out, Py_ssize_t at) {
+    Py_ssize_t k, n = PyTuple_GET_SIZE(operands);
+    for (k = 0; k < n; k++) {
+        PyObject *i = PyDict_GetItemWithError(index, PyTuple_GET_ITEM(operands, k)), *item;
+        Py_ssize_t j;
+        if (i == NULL) {
+            return PyErr_Occurred() ? -1 : 0;
+        }
+        j = PyLong_AsSsize_t(i);
+        if (j == -1 && PyErr_Occurred()) {
+            return -1;
+        }
+        if (j < 0 || j >= PyTuple_GET_SIZE(shapes)) {
+            return 0;
+        }
+        item = PyLong_FromVoidPtr(PyTuple_GET_ITEM(shapes, j));
+        if (item == NULL) {
+            return -1;
+        }
+        PyTuple_SET_ITEM(out, at + k, item);
+    }
+    return 1;
+}
+
+/* The memo key of inst (new reference), Py_None (borrowed) when an operand is not in index, NULL on error. */
+static PyObject *shape_key(PyObject *opcode, PyObject *inst, PyObject *index, PyObject *shapes) {
+    PyObject *shape, *operands, *key = NULL, *item;
+    int r;
+    operands = PyObject_GetAttr(inst, STR_OPERANDS);
+    if (operands == NULL) {
+        return NULL;
+    }
+    if (!PyTuple_Check(operands)) {
+        Py_DECREF(operands);
+        return Py_None;
+    }
+    shape = PyObject_GetAttr(inst, STR_SHAPE);
+    key = shape == NULL ? NULL : PyTuple_New(2 + PyTuple_GET_SIZE(operands));
+    item = key == NULL ? NULL : PyLong_FromVoidPtr(shape); /* id(shape) (the instruction keeps it alive) */
+    Py_XDECREF(shape);
+    if (item == NULL) {
+        Py_XDECREF(key);
+        Py_DECREF(operands);
+        return NULL;
+    }
+    Py_INCREF(opcode);
+    PyTuple_SET_ITEM(key, 0, opcode);
+    PyTuple_SET_ITEM(key, 1, item);
+    r = operand_shape_ids(operands, index, shapes, key, 2);
+    Py_DECREF(operands);
+    if (r <= 0) {
+        Py_DECREF(key);
+        return r < 0 ? NULL : Py_None;
+    }
+    return key;
 }
 
 /* The text of a collective's attribute text with its channel_id value cut out, as ``attribute_key`` cuts it
@@ -180,7 +163,7 @@ static PyObject *attribute_key_of(PyObject *opcode, PyObject *inst, PyObject *in
     PyObject *work = PyTuple_GET_ITEM(keyed, 5), *bare = PyTuple_GET_ITEM(keyed, 6),
              *strip = PyTuple_GET_ITEM(keyed, 7);
     PyObject *text = NULL, *b, *shape_ids = NULL, *calls = NULL, *key = NULL, *shape, *operands, *item, *roles = NULL;
-    Py_ssize_t k, m;
+    Py_ssize_t k;
     text = PyObject_GetAttr(inst, STR_TEXT);
     if (text == NULL) {
         return NULL;
@@ -219,39 +202,15 @@ static PyObject *attribute_key_of(PyObject *opcode, PyObject *inst, PyObject *in
         Py_DECREF(operands);
         goto none;
     }
-    m = PyTuple_GET_SIZE(operands);
-    shape_ids = PyTuple_New(m);
-    if (shape_ids == NULL) {
-        Py_DECREF(operands);
-        goto done;
-    }
-    for (k = 0; k < m; k++) {
-        PyObject *i = PyDict_GetItemWithError(index, PyTuple_GET_ITEM(operands, k));
-        Py_ssize_t at;
-        if (i == NULL) {
-            Py_DECREF(operands);
-            if (PyErr_Occurred()) {
-                goto done;
-            }
-            goto none;
-        }
-        at = PyLong_AsSsize_t(i);
-        if (at == -1 && PyErr_Occurred()) {
-            Py_DECREF(operands);
-            goto done;
-        }
-        if (at < 0 || at >= PyTuple_GET_SIZE(shapes)) {
-            Py_DECREF(operands);
-            goto none;
-        }
-        item = PyLong_FromVoidPtr(PyTuple_GET_ITEM(shapes, at));
-        if (item == NULL) {
-            Py_DECREF(operands);
-            goto done;
-        }
-        PyTuple_SET_ITEM(shape_ids, k, item);
-    }
+    shape_ids = PyTuple_New(PyTuple_GET_SIZE(operands));
+    k = shape_ids == NULL ? -1 : operand_shape_ids(operands, index, shapes, shape_ids, 0);
     Py_DECREF(operands);
+    if (k <= 0) {
+        if (k < 0) {
+            goto done;
+        }
+        goto none;
+    }
     calls = PyObject_GetAttr(inst, STR_CALLS);
     if (calls == NULL) {
         goto done;
@@ -421,7 +380,7 @@ static PyObject *shared_rows(PyObject *self, PyObject *const *args, Py_ssize_t n
                                          "cost_row: type[tuple], out: list, keyed: tuple | None)");
         return NULL;
     }
-    if (init_names() < 0 || init_structure_names() < 0) {
+    if (init_names() < 0) {
         return NULL;
     }
     keyed = args[10] == Py_None ? NULL : args[10];
@@ -512,7 +471,7 @@ static PyObject *attribute_key_py(PyObject *self, PyObject *const *args, Py_ssiz
         PyErr_SetString(PyExc_TypeError, "attribute_key_of(inst, index: dict, shapes: tuple, keyed: tuple, collective)");
         return NULL;
     }
-    if (init_names() < 0 || init_structure_names() < 0) {
+    if (init_names() < 0) {
         return NULL;
     }
     collective = PyObject_IsTrue(args[4]);
@@ -779,7 +738,7 @@ static PyObject *table_columns(PyObject *self, PyObject *const *args, Py_ssize_t
         PyErr_SetString(PyExc_TypeError, "table_columns(rows: list[CostRow], timings: list | None, keep_all)");
         return NULL;
     }
-    if (init_names() < 0 || init_structure_names() < 0) {
+    if (init_names() < 0) {
         return NULL;
     }
     rows = args[0];
@@ -984,7 +943,7 @@ static PyObject *structure_fields(PyObject *self, PyObject *const *args, Py_ssiz
         PyErr_SetString(PyExc_TypeError, "structure_fields(insts, index: dict, bare: dict, without_metadata)");
         return NULL;
     }
-    if (init_names() < 0 || init_structure_names() < 0) {
+    if (init_names() < 0) {
         return NULL;
     }
     insts = args[0];
