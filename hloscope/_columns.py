@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = ["ColumnTable", "as_frame", "column_array", "column_list", "dtype_kinds", "frame_from_columns",
-           "head_records", "table_from_columns"]
+           "head_records", "kept_table", "table_from_columns"]
 
 
 class ColumnTable:
@@ -106,10 +106,18 @@ def table_from_columns(columns: dict[str, Any], order: Any = None) -> ColumnTabl
     count = len(values[0]) if values else 0
     arrays = _plain_arrays(values, count) if count else None
     if arrays is None:
-        return frame_from_columns(columns, order)
+        return _pandas_frame(columns, order)
     if order is not None:
         arrays = [(kind, array[order]) for kind, array in arrays]
     return ColumnTable(list(columns), arrays, len(order) if order is not None else count)
+
+
+def kept_table(report: Any, name: str) -> ColumnTable | pd.DataFrame:
+    """``report``'s ``ops`` or ``modules`` table as it keeps it (``Report.table``: a DataFrame, or the
+    ``ColumnTable`` of a static analysis, read without making its DataFrame), else its attribute ``name`` (a
+    report that keeps DataFrames only)."""
+    own = getattr(report, "table", None)
+    return own(name) if callable(own) else getattr(report, name)
 
 
 def as_frame(table: ColumnTable | pd.DataFrame) -> pd.DataFrame:
@@ -120,7 +128,7 @@ def as_frame(table: ColumnTable | pd.DataFrame) -> pd.DataFrame:
 def dtype_kinds(table: ColumnTable | pd.DataFrame) -> list[str]:
     """``dtype.kind`` of each column, in order (``"O"`` for strings and objects)."""
     if isinstance(table, ColumnTable):
-        return [table.kind(n) for n in table._names]
+        return [table.kind(n) for n in table.columns]
     return [dtype.kind for dtype in table.dtypes.tolist()]
 
 
@@ -196,20 +204,20 @@ def frame_from_columns(columns: dict[str, Any], order: Any = None) -> pd.DataFra
     Raises:
         what ``pd.DataFrame`` raises for such columns (columns of different lengths: ValueError).
     """
-    values = list(columns.values())
-    count = len(values[0]) if values else 0
-    arrays = _plain_arrays(values, count) if count and _has_from_arrays() else None
-    if arrays is None:
-        import pandas as pd
+    if not _has_from_arrays():
+        return _pandas_frame(columns, order)
+    return as_frame(table_from_columns(columns, order))
 
-        df = pd.DataFrame(columns, columns=list(columns))
-        if order is not None:
-            df = df.take(order)
-            df.index = pd.RangeIndex(len(df))
-        return df
+
+def _pandas_frame(columns: dict[str, Any], order: Any) -> pd.DataFrame:
+    """``pd.DataFrame(columns)`` itself, its rows taken in ``order``: for columns that are not plain."""
+    import pandas as pd
+
+    df = pd.DataFrame(columns, columns=list(columns))
     if order is not None:
-        arrays = [(kind, array[order]) for kind, array in arrays]
-    return _frame_of(arrays, list(columns), len(arrays[0][1]))
+        df = df.take(order)
+        df.index = pd.RangeIndex(len(df))
+    return df
 
 
 def _frame_of(arrays: list[tuple[str, Any]], names: list[str], rows: int) -> pd.DataFrame:

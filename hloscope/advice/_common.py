@@ -60,8 +60,9 @@ class OpsColumns:
     __slots__ = ("table", "_lists", "_arrays")
 
     def __init__(self, report: Any) -> None:
-        own = getattr(report, "table", None)
-        self.table = own("ops") if callable(own) else report.ops
+        from hloscope._columns import kept_table
+
+        self.table = kept_table(report, "ops")
         self._lists: dict[str, list] = {}
         self._arrays: dict[str, Any] = {}
 

@@ -36,7 +36,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
 from hloscope._atomic import write_file
-from hloscope.compare.engine import DEFAULT_SIGNIFICANT, dims_of, kept_table, rows
+from hloscope._columns import kept_table
+from hloscope.compare.engine import DEFAULT_SIGNIFICANT, dims_of, rows
 from hloscope.errors import HloscopeError
 
 if TYPE_CHECKING:

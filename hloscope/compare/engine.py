@@ -35,7 +35,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from hloscope._columns import column_list
+from hloscope._columns import column_list, kept_table
 from hloscope.compare.rules import Rule, RuleSpec, resolve
 from hloscope.roofline.tables import nansum
 
@@ -49,7 +49,7 @@ if TYPE_CHECKING:
 __all__ = [
     "SCHEMA", "DEFAULT_SIGNIFICANT", "SAME", "OP_FIELDS", "MODULE_FIELDS", "OP_DIFF_COLUMNS",
     "MODULE_DIFF_COLUMNS", "COLLECTIVE_DIFF_COLUMNS", "BOUND_RANK", "dims_of", "identity", "is_collective", "rows",
-    "table_rows", "table_columns", "kept_table", "compare", "Diff",
+    "table_rows", "table_columns", "compare", "Diff",
 ]
 
 #: Schema of ``Diff.to_json`` (``/3``: the op fields ``count`` and ``shape`` became ``executions`` and
@@ -143,12 +143,6 @@ def table_rows(report: Any, table: str, columns: Iterable[str] | None = None) ->
     own = getattr(report, "table_rows", None)
     return own(table) if own is not None else rows(kept_table(report, table), columns)
 
-
-def kept_table(report: Any, table: str) -> Any:
-    """``report``'s ``ops`` or ``modules`` table as it keeps it (``Report.table``: a DataFrame, or the
-    ``ColumnTable`` of a static analysis, read here without making its DataFrame), else the attribute."""
-    own = getattr(report, "table", None)
-    return own(table) if callable(own) else getattr(report, table)
 
 
 def table_columns(report: Any, table: str, columns: Iterable[str]) -> dict[str, list[Any]]:

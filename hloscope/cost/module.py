@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import cache
 from itertools import chain, compress
 from operator import attrgetter, mul
 from typing import TYPE_CHECKING, NamedTuple
@@ -229,6 +230,16 @@ SHARE_STRUCTURES = True
 #: Whether ``_Analyzer.visit`` shares the cost of instructions of one ``structure.attribute_key`` (dots, reduces,
 #: collectives, custom calls...); tests turn it off to compare every row with and without.
 SHARE_ATTRIBUTE_KEYS = True
+@cache
+def keyed_opcodes() -> frozenset[str]:
+    """The opcodes whose cost is shared by ``structure.attribute_key``: those with a rule (``cost.RULES``), less
+    the shape-ruled (``_SHAPE_RULED``) and the free ones. (A function, made once: ``RULES`` imports this
+    module.)"""
+    from hloscope.cost import RULES
+
+    return frozenset(RULES) - _SHAPE_RULED - FREE_OPCODES
+
+
 #: Fewest computations a module must hold for ``_Analyzer`` to key them by structure: a small program repeats
 #: little, and its keys cost more than they save (the plugin benchmark's mlp, 10 and 18 computations: +0.2-0.4
 #: ms of its 3.3-4.2 ms analysis; its 2-layer transformer, ~200: -1 ms of 20).
@@ -237,8 +248,7 @@ SHARE_MIN_COMPUTATIONS = 64
 
 class _Analyzer:
     __slots__ = ("module", "totals", "work", "work_by_columns", "fusion_bytes", "contexts", "by_shapes",
-                 "by_attributes", "keyed_opcodes", "bare_texts", "structures", "work_by_structure",
-                 "bytes_by_structure")
+                 "by_attributes", "bare_texts", "structures", "work_by_structure", "bytes_by_structure")
 
     def __init__(self, module: HloModule) -> None:
         self.module = module
@@ -247,8 +257,11 @@ class _Analyzer:
         #: (opcodes, ids of the shapes) -> ``computation_work`` of a small computation costed from its columns.
         self.work_by_columns: dict[tuple, OpCost] = {}
         self.fusion_bytes: dict[str, fusion_rule.FusionBytes] = {}
+        #: Each attribute text's form without metadata (``without_metadata``'s memo, for ``attribute_key`` and
+        #: the structure keys alike).
+        self.bare_texts: dict[str, str | None] = {}
         #: The structure of each computation (None: each costed on its own), and what one of each costs.
-        self.structures = (StructureKeys(module) if SHARE_STRUCTURES
+        self.structures = (StructureKeys(module, self.bare_texts) if SHARE_STRUCTURES
                            and len(module.computations) >= SHARE_MIN_COMPUTATIONS else None)
         self.work_by_structure: dict[int, OpCost] = {}
         self.bytes_by_structure: dict[int, fusion_rule.FusionBytes] = {}
@@ -257,12 +270,6 @@ class _Analyzer:
         self.by_shapes: dict[tuple, OpCost] = {}
         #: ``structure.attribute_key`` -> cost, for the other opcodes with a rule (dots, reduces, collectives...).
         self.by_attributes: dict[tuple, OpCost] = {}
-        #: Those opcodes (the rules' opcodes, less the shape-ruled and free ones), and each attribute text's form
-        #: without metadata (``attribute_key``'s memo).
-        from hloscope.cost import RULES
-
-        self.keyed_opcodes = frozenset(RULES) - _SHAPE_RULED - FREE_OPCODES
-        self.bare_texts: dict[str, str | None] = {}
 
     def context(self, comp: HloComputation) -> CostContext:
         ctx = self.contexts.get(comp.name)
@@ -359,7 +366,7 @@ class _Analyzer:
         bare = self.bare_texts
         if shared is not None:
             index, shapes = comp.name_index(), comp.shapes
-            keyed = ((FREE_OPCODES, ZERO, self.keyed_opcodes, _COLLECTIVES, by_attributes, self.work, bare,
+            keyed = ((FREE_OPCODES, ZERO, keyed_opcodes(), _COLLECTIVES, by_attributes, self.work, bare,
                       without_metadata, work) if SHARE_ATTRIBUTE_KEYS else None)
         k, n = 0, len(instructions)
         while k < n:

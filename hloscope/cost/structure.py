@@ -45,17 +45,19 @@ class StructureKeys:
 
     Args:
         module: the parsed module.
+        texts: a memo of ``without_metadata`` to fill and read (the cost walk's, shared with ``attribute_key``);
+            a new one when None.
     """
 
     __slots__ = ("module", "_by_name", "_ids", "_texts")
 
-    def __init__(self, module: HloModule) -> None:
+    def __init__(self, module: HloModule, texts: dict[str, str | None] | None = None) -> None:
         self.module = module
         self._by_name: dict[str, int | None] = {}
         self._ids: dict[tuple, int] = {}
         #: attribute text -> the text without its metadata value (a layer repeats the texts of the one before
-        #: whenever its metadata is the same).
-        self._texts: dict[str, str | None] = {}
+        #: whenever its metadata is the same); ``texts``, when given, is shared with ``attribute_key``'s memo.
+        self._texts: dict[str, str | None] = {} if texts is None else texts
 
     def key(self, name: str) -> int | None:
         """The structure id of computation ``name``, or None. Raises KeyError for a name the module lacks."""

@@ -306,7 +306,7 @@ def test_attribute_keys_made_in_c_equal_the_specification(corpus_dir) -> None:
         except Exception:  # noqa: BLE001 - texts that are not one module (XLA test files)
             continue
         key = _keys(module)
-        keyed = walk._Analyzer(module).keyed_opcodes
+        keyed = walk.keyed_opcodes()
         for inst in module.entry.instructions:
             if inst.opcode in keyed:
                 made += key(inst) is not None
