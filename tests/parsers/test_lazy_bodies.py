@@ -24,8 +24,10 @@ FIXTURE_TEXTS = sorted(FIXTURES.glob("*.hlo.txt"))
 
 @pytest.fixture
 def every_body_lazy(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Hand over every body XLA printed lazily, however short (the parser keeps short ones eager)."""
+    """Hand over every body XLA printed lazily, however short, loop bodies too (the parser builds short ones and
+    those that are surely no fused computation at once)."""
     monkeypatch.setattr(_hlo_text, "_LAZY_MIN_LINES", 1)
+    monkeypatch.setattr(_hlo_text, "_not_fused", lambda matches: False)
 
 
 def _built(module: HloModule) -> HloModule:
@@ -150,14 +152,45 @@ def test_instruction_lookup_names_the_computation() -> None:
 
 
 def test_which_bodies_are_lazy(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Long bodies are handed over lazily; the entry computation (every reader builds it) and short bodies
-    (where the checks in bulk cost more than building) are built at once."""
+    """Long fused computations are handed over lazily; the entry computation (every reader builds it), short
+    bodies (where the checks in bulk cost more than building) and the while loop's body and condition (every cost
+    walk builds them) are built at once. Which computation is which is read from the callers."""
     monkeypatch.setattr(_hlo_text, "_LAZY_MIN_LINES", 20)  # (the fixtures' bodies are shorter than the default)
-    module = parse_hlo_text((FIXTURES / "tpu-v5e_transformer_scan_grad.hlo.txt").read_text())
+    text = (FIXTURES / "tpu-v5e_transformer_scan_grad.hlo.txt").read_text()
+    module = parse_hlo_text(text)
+    callers = {}
+    for comp in _built(parse_hlo_text(text)).computations:
+        for inst in comp.instructions:
+            for role, names in inst.called_computations.items():
+                callers.update(dict.fromkeys(names, (inst.opcode, role)))
+    loop_parts = {name for name, caller in callers.items() if caller[0] == "while"}
+    assert loop_parts  # (the scan's body and condition)
     for comp in module.computations:
         long = len(comp) >= _hlo_text._LAZY_MIN_LINES
-        assert comp.is_built == (comp.is_entry or not long), comp.name
+        assert comp.is_built == (comp.is_entry or not long or comp.name in loop_parts), comp.name
+        if not comp.is_built:
+            assert callers[comp.name] == ("fusion", "calls"), comp.name
     assert any(not comp.is_built for comp in module.computations)
+
+
+def test_loop_bodies_are_built_at_once() -> None:
+    """A long while body (one tuple-shaped parameter) and a long body holding a collective are built as they are
+    read; a long body of the same rows reading array parameters is kept lazy."""
+    rows = _hlo_text._LAZY_MIN_LINES
+    chain = "".join(f"  %n{k} = f32[2]{{0}} negate(%n{k - 1})\n" for k in range(1, rows))
+    loop = ("%body (p: (f32[2])) -> (f32[2]) {\n  %p = (f32[2]{0}) parameter(0)\n"
+            "  %n0 = f32[2]{0} get-tuple-element(%p), index=0\n" + chain
+            + f"  ROOT %t = (f32[2]{{0}}) tuple(%n{rows - 1})\n}}\n\n")
+    reduced = ("%sum (a: f32[], b: f32[]) -> f32[] {\n  %a = f32[] parameter(0)\n  %b = f32[] parameter(1)\n"
+               "  ROOT %s = f32[] add(%a, %b)\n}\n\n"
+               "%comm (n0: f32[2]) -> f32[2] {\n  %n0 = f32[2]{0} parameter(0)\n" + chain
+               + f"  ROOT %r = f32[2]{{0}} all-reduce(%n{rows - 1}), replica_groups={{}}, to_apply=%sum\n}}\n\n")
+    fused = "%fused (n0: f32[2]) -> f32[2] {\n  %n0 = f32[2]{0} parameter(0)\n" + chain + "}\n\n"
+    entry = "ENTRY %e (x: f32[2]) -> f32[2] {\n  ROOT %x = f32[2]{0} parameter(0)\n}\n"
+    module = parse_hlo_text("HloModule m\n\n" + loop + reduced + fused + entry)
+    built = {comp.name: comp.is_built for comp in module.computations}
+    assert built == {"body": True, "sum": True, "comm": True, "fused": False, "e": True}
+    assert len(module.computation("body")) == rows + 2 and module.computation("fused").root.name == f"n{rows - 1}"
 
 
 @pytest.mark.parametrize("path", FIXTURE_TEXTS[:6], ids=lambda p: p.name)
