@@ -34,8 +34,38 @@ if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
 
-__all__ = ["ColumnTable", "as_frame", "column_array", "column_list", "dtype_kinds", "frame_from_columns",
-           "head_records", "kept_table", "table_from_columns"]
+__all__ = ["CodedStrings", "ColumnTable", "as_frame", "column_array", "column_codes", "column_list", "dtype_kinds",
+           "frame_from_columns", "head_records", "kept_table", "table_from_columns"]
+
+
+class CodedStrings:
+    """A column of strings that repeat -- a dtype, a bound class, an opcode --, as codes into its distinct
+    strings: row ``i`` holds ``categories[codes[i]]``. A column of the tables' makers (``table_from_columns`` takes
+    it beside lists and arrays): the table's object array is taken from the few categories by the codes (each
+    row's pointer to one of a few objects, instead of a pass over a list of scattered strings: checked, made into
+    an array, reordered), and the table keeps the codes for readers that group by the column (``column_codes``).
+
+    ``codes``: an integer numpy array, one entry a row, each an index into ``categories``; ``categories``: a
+    numpy object array of ``str`` (``table_from_columns`` checks it; a column whose categories are not all
+    ``str`` is made from its values as a list would be).
+    """
+
+    __slots__ = ("codes", "categories")
+
+    def __init__(self, codes: np.ndarray, categories: np.ndarray) -> None:
+        self.codes = codes
+        self.categories = categories
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+    def values(self) -> np.ndarray:
+        """The column as an object array of its strings."""
+        return self.categories[self.codes]
+
+    def tolist(self) -> list:
+        """The column as a list of its strings."""
+        return self.values().tolist()
 
 
 class ColumnTable:
@@ -47,12 +77,19 @@ class ColumnTable:
     it as they read a DataFrame, with the same values. Made by ``table_from_columns``.
     """
 
-    __slots__ = ("_names", "_arrays", "_rows")
+    __slots__ = ("_names", "_arrays", "_rows", "_codes")
 
-    def __init__(self, names: list[str], arrays: list[tuple[str, Any]], rows: int) -> None:
+    def __init__(self, names: list[str], arrays: list[tuple[str, Any]], rows: int,
+                 codes: dict[str, tuple[Any, Any]] | None = None) -> None:
         self._names = names
         self._arrays = dict(zip(names, arrays))
         self._rows = rows
+        self._codes = codes or {}
+
+    def coded(self, name: str) -> tuple[np.ndarray, np.ndarray] | None:
+        """(codes, categories) of column ``name`` when it was made from a ``CodedStrings`` (in row order: the
+        column's value at row ``i`` is ``categories[codes[i]]``), else None."""
+        return self._codes.get(name)
 
     @property
     def columns(self) -> list[str]:
@@ -84,6 +121,7 @@ class ColumnTable:
         if name not in self._arrays:
             self._names.append(name)
         self._arrays[name] = arrays[0]
+        self._codes.pop(name, None)
 
     @classmethod
     def empty(cls, names: list[str]) -> ColumnTable:
@@ -102,14 +140,40 @@ class ColumnTable:
 def table_from_columns(columns: dict[str, Any], order: Any = None) -> ColumnTable | pd.DataFrame:
     """``frame_from_columns(columns, order)`` kept as a ``ColumnTable`` (its DataFrame made on first use); the
     DataFrame itself where a column is not plain or there are no rows. Imports pandas only for that DataFrame."""
+    names = list(columns)
     values = list(columns.values())
     count = len(values[0]) if values else 0
-    arrays = _plain_arrays(values, count) if count else None
+    codes: dict[str, tuple[Any, Any]] = {}
+    for k, column in enumerate(values):
+        if type(column) is CodedStrings:  # (taken in order by its codes: its array is made in row order)
+            if len(column) == count and _all_strings(column.categories):
+                taken = column.codes if order is None else column.codes[order]
+                codes[names[k]] = (taken, column.categories)
+                values[k] = column.categories[taken]
+            else:
+                values[k] = column.tolist()
+    arrays = _plain_arrays([v for n, v in zip(names, values) if n not in codes], count) if count else None
     if arrays is None:
-        return _pandas_frame(columns, order)
+        return _pandas_frame(_decoded(columns), order)
     if order is not None:
         arrays = [(kind, array[order]) for kind, array in arrays]
-    return ColumnTable(list(columns), arrays, len(order) if order is not None else count)
+    if codes:
+        rest = iter(arrays)
+        arrays = [("str", v) if n in codes else next(rest) for n, v in zip(names, values)]
+    return ColumnTable(names, arrays, len(order) if order is not None else count, codes)
+
+
+def _decoded(columns: dict[str, Any]) -> dict[str, Any]:
+    """``columns`` with each ``CodedStrings`` made a list of its strings."""
+    return {name: column.tolist() if type(column) is CodedStrings else column for name, column in columns.items()}
+
+
+def column_codes(table: ColumnTable | pd.DataFrame, name: str) -> tuple[np.ndarray, np.ndarray] | None:
+    """(codes, categories) of a column made from a ``CodedStrings`` (``ColumnTable.coded``), else None (a
+    DataFrame, or a column made otherwise): what a reader grouping rows by the column's strings may use instead
+    of the strings."""
+    coded = getattr(table, "coded", None)
+    return coded(name) if coded is not None else None
 
 
 def kept_table(report: Any, name: str) -> ColumnTable | pd.DataFrame:
@@ -205,7 +269,7 @@ def frame_from_columns(columns: dict[str, Any], order: Any = None) -> pd.DataFra
         what ``pd.DataFrame`` raises for such columns (columns of different lengths: ValueError).
     """
     if not _has_from_arrays():
-        return _pandas_frame(columns, order)
+        return _pandas_frame(_decoded(columns), order)
     return as_frame(table_from_columns(columns, order))
 
 

@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 
 import hloscope
-from hloscope._columns import (ColumnTable, column_array, column_list, dtype_kinds, frame_from_columns, head_records,
-                               table_from_columns)
+from hloscope._columns import (CodedStrings, ColumnTable, column_array, column_codes, column_list, dtype_kinds,
+                               frame_from_columns, head_records, table_from_columns)
 
 
 def _same(a: list, b: list) -> bool:
@@ -250,3 +250,38 @@ def test_an_empty_column_table_is_pandas_empty_frame() -> None:
     assert len(table) == 0 and table.columns == ["x", "y"] and dtype_kinds(table) == ["O", "O"]
     assert head_records(table, 5) == [] and column_list(table, "x") == []
     _assert_same_frame(table.frame(), pd.DataFrame([], columns=["x", "y"]))
+
+
+def _coded(strings: list[str]) -> CodedStrings:
+    categories = list(dict.fromkeys(strings))
+    codes = np.array([categories.index(v) for v in strings], dtype=np.intp)
+    return CodedStrings(codes, np.array(categories + ["unused"], dtype=object))
+
+
+@pytest.mark.parametrize("order", [None, np.array([2, 0, 3, 1])])
+def test_coded_strings_make_the_frame_of_their_strings(order) -> None:
+    """A column handed over as codes into its strings (``CodedStrings``) makes the table and frame that the list
+    of those strings makes; the table keeps the codes in its row order (``column_codes``)."""
+    strings = ["bf16", "f32", "bf16", "s8"]
+    plain = {"x": np.array([1.0, 2.0, 3.0, 4.0]), "dtype": strings, "b": ["p", "q", "r", "s"]}
+    coded = dict(plain, dtype=_coded(strings))
+    table = table_from_columns(coded, order)
+    assert isinstance(table, ColumnTable)
+    _assert_same_frame(table.frame(), frame_from_columns(plain, order))
+    _assert_same_frame(frame_from_columns(coded, order), frame_from_columns(plain, order))
+    codes, categories = column_codes(table, "dtype")
+    assert categories[codes].tolist() == column_list(table, "dtype") == [
+        strings[i] for i in (order if order is not None else range(4))]
+    assert column_codes(table, "b") is None and column_codes(table.frame(), "dtype") is None
+
+
+def test_coded_strings_of_other_values_go_the_list_way() -> None:
+    """Categories that are not all ``str`` are read as the list of their values (here: pandas' own frame, as
+    for that list); a column set anew drops its codes."""
+    values = CodedStrings(np.array([0, 1, 0]), np.array(["a", None], dtype=object))
+    got = table_from_columns({"v": values, "x": [1.0, 2.0, 3.0]})
+    assert isinstance(got, pd.DataFrame)
+    _assert_same_frame(got, pd.DataFrame({"v": ["a", None, "a"], "x": [1.0, 2.0, 3.0]}))
+    table = table_from_columns({"v": _coded(["a", "b", "a"])})
+    table["v"] = ["c", "c", "d"]
+    assert column_codes(table, "v") is None and column_list(table, "v") == ["c", "c", "d"]

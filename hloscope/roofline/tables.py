@@ -15,7 +15,8 @@ from itertools import compress
 from operator import add, attrgetter
 from typing import TYPE_CHECKING, Mapping
 
-from hloscope._columns import column_array, column_list, frame_from_columns, table_from_columns
+from hloscope._columns import (CodedStrings, column_array, column_codes, column_list, frame_from_columns,
+                               table_from_columns)
 from hloscope._compiled import PURE_PYTHON, compiled
 
 if TYPE_CHECKING:
@@ -117,7 +118,10 @@ def ops_frame(costs: list[ModuleCost], chip: ChipSpec, measured: Mapping[tuple[s
     maps, the common row (no cost flag, no wire bytes, exact float inputs) is scored by numpy over whole
     columns with the formulas of ``score.score`` in the same order (so the same floats; the other rows go
     through ``score.score`` itself), dtypes, categories and shape texts are memoized per distinct key, and
-    metadata and fusion kinds are read without decoding the other attributes.
+    metadata and fusion kinds are read without decoding the other attributes. The columns of a few distinct
+    strings are made as codes into them (``_columns.CodedStrings``): the table keeps the codes, which the modules
+    table's sums by dtype and bound class and the overlap's test of which rows communicate read instead of the
+    strings.
     """
     import numpy as np
 
@@ -131,17 +135,17 @@ def ops_frame(costs: list[ModuleCost], chip: ChipSpec, measured: Mapping[tuple[s
         values = [part[c] for part in parts]
         if values and all(isinstance(v, np.ndarray) for v in values):
             frame[c] = values[0] if len(values) == 1 else np.concatenate(values)
-        elif len(values) == 1 and isinstance(values[0], list):
-            frame[c] = values[0]  # (one module: its list as it is)
-        else:
-            frame[c] = [x for v in values for x in (v.tolist() if isinstance(v, np.ndarray) else v)]
+        elif len(values) == 1 and isinstance(values[0], (list, CodedStrings)) and not (measured and c == "module"):
+            frame[c] = values[0]  # (one module: its list, or its coded strings, as they are)
+        else:  # (several modules, or the module names a trace's rows are joined on: lists)
+            frame[c] = [x for v in values for x in (v.tolist() if isinstance(v, (np.ndarray, CodedStrings)) else v)]
     joined = len(frame["module"])
     known = set(zip(frame["module"], frame["instruction"])) if measured else set()
     unjoined = [(m, op, sec, occ) for (m, op), (sec, occ) in measured.items() if (m, op) not in known]
     if unjoined:
         # Trace ops that name no instruction of any module: listed, never dropped.
         for c in _BUILT_COLUMNS:
-            values = frame[c].tolist() if isinstance(frame[c], np.ndarray) else frame[c]
+            values = frame[c].tolist() if isinstance(frame[c], (np.ndarray, CodedStrings)) else frame[c]
             frame[c] = values + [math.nan] * len(unjoined)
         for c in ("computation", "opcode", "op_name", "source", "comm_kind", "dtype", "bound", "result_shape"):
             frame[c][joined:] = [""] * len(unjoined)
@@ -234,7 +238,9 @@ def _measured_columns(frame: dict, step_s: Mapping[str, float] | None, joined: i
 
 
 def _module_columns(mc: ModuleCost, chip: ChipSpec, per_chip: int, measured: Mapping, all_rows: bool) -> dict:
-    """The ``_BUILT_COLUMNS`` of one module's rows (lists or float arrays)."""
+    """The ``_BUILT_COLUMNS`` of one module's rows: lists, float arrays, and ``_columns.CodedStrings`` for the
+    columns of a few distinct strings (module, opcode, category, comm_kind, dtype, bound, caveats, result
+    shape), made once per distinct string and spread over the rows by codes."""
     import numpy as np
 
     from hloscope.parsers import metadata_column
@@ -251,12 +257,10 @@ def _module_columns(mc: ModuleCost, chip: ChipSpec, per_chip: int, measured: Map
     count = len(rows)
     n, flops_f, trans_f, reads_f, writes_f, comms_f, work_f, hbm_f, plain = (
         np.frombuffer(numbers, float).reshape(_NUMBERS, count))
-    shape_ids = list(map(id, shapes))
-    lookups = _RowLookups(module, insts, rows, opcodes, shapes, shape_ids)
-    dtypes = lookups.dtypes()
-    peaks = {d: chip.peak_flops_for(d) for d in set(dtypes)}
-    peak_of = {d: p[0] for d, p in peaks.items()}
-    peak = np.fromiter(map(peak_of.__getitem__, dtypes), float, count)
+    lookups = _RowLookups(module, insts, rows, opcodes, shapes)
+    dtype_codes, dtype_names = lookups.dtype_codes()
+    peaks = [chip.peak_flops_for(d) for d in dtype_names]
+    peak = np.array([p[0] for p in peaks], dtype=float)[dtype_codes]
     # Rows numpy scores: no cost flag (precision passes, caveats), no wire bytes (link choice), and inputs
     # whose Python arithmetic the float columns reproduce exactly (finite, below 2**53; not negative, where
     # score()'s max with the 0.0 comm time would differ from the max of two).
@@ -270,18 +274,24 @@ def _module_columns(mc: ModuleCost, chip: ChipSpec, per_chip: int, measured: Map
     roofline_s = np.maximum(compute_s, memory_s)
     with np.errstate(divide="ignore", invalid="ignore"):
         intensity = np.where(hbm_f != 0, work_f / hbm_f, np.where(work_f != 0, math.inf, 0.0))
-    critical_of = {d: p[0] / chip.hbm_bytes_per_s for d, p in peaks.items()}
-    critical = np.fromiter(map(critical_of.__getitem__, dtypes), float, count)
-    bound = np.where(roofline_s == 0.0, "memory", np.where(roofline_s == compute_s, "compute", "memory")).tolist()
-    caveats = list(map({d: "peak-fallback" if p[1] else "" for d, p in peaks.items()}.__getitem__, dtypes))
+    critical = np.array([p[0] / chip.hbm_bytes_per_s for p in peaks], dtype=float)[dtype_codes]
+    # bound: "compute" where the compute time is the roofline time and not 0, else "memory" (score(): a tie
+    # goes to compute, no time at all to memory); caveats: "peak-fallback" where the dtype has no peak of its own.
+    bounds = _Categories(["memory", "compute"])
+    bound = ((roofline_s != 0.0) & (roofline_s == compute_s)).astype(np.intp)
+    caveat_names = _Categories([])
+    caveats = np.array([caveat_names.code("peak-fallback" if p[1] else "") for p in peaks], dtype=np.intp)[
+        dtype_codes]
     scored: dict = {}  # (cost, dtype) -> its score's fields: a collective repeats layer after layer
     for k in np.flatnonzero(~simple).tolist():
-        key = (costs[k], dtypes[k])
+        dtype = dtype_names[dtype_codes[k]]
+        key = (costs[k], dtype)
         scores = scored.get(key)
         if scores is None:
-            s = score(costs[k], chip, dtypes[k], within_chip)
+            s = score(costs[k], chip, dtype, within_chip)
             scores = scored[key] = (s.compute_s, s.memory_s, s.comm_s, s.roofline_s, s.intensity,
-                                    s.critical_intensity, s.bound.value, ",".join(sorted(costs[k].flags | s.flags)))
+                                    s.critical_intensity, bounds.code(s.bound.value),
+                                    caveat_names.code(",".join(sorted(costs[k].flags | s.flags))))
         (compute_s[k], memory_s[k], comm_s[k], roofline_s[k], intensity[k], critical[k], bound[k],
          caveats[k]) = scores
     metadata = metadata_column(insts)
@@ -289,16 +299,21 @@ def _module_columns(mc: ModuleCost, chip: ChipSpec, per_chip: int, measured: Map
     distinct = dict(zip(ids, metadata))  # (each distinct metadata object described once)
     op_names = {key: md.op_name if md else "" for key, md in distinct.items()}
     sources = {key: md.source if md else "" for key, md in distinct.items()}
+    opcode_codes, opcode_names = _coded(opcodes)
+    comm_codes, comm_names = _coded(comm_kinds)
     out = {
-        "module": [mname] * count, "computation": computations,
-        "instruction": names, "opcode": opcodes, "category": lookups.categories(),
+        "module": CodedStrings(np.zeros(count, dtype=np.intp), _object_array([mname])),
+        "computation": computations, "instruction": names,
+        "opcode": CodedStrings(opcode_codes, _object_array(opcode_names)),
+        "category": lookups.categories(opcode_codes, opcode_names),
         "op_name": list(map(op_names.__getitem__, ids)), "source": list(map(sources.__getitem__, ids)),
         "executions": n, "flops": flops_f * n, "transcendentals": trans_f * n,
         "hbm_bytes": hbm_f * n, "hbm_read_bytes": reads_f * n, "hbm_write_bytes": writes_f * n,
-        "wire_bytes": comms_f * n, "comm_kind": comm_kinds,
-        "group_size": group_sizes, "dtype": dtypes, "intensity": intensity,
-        "critical_intensity": critical, "compute_s": compute_s * n, "memory_s": memory_s * n,
-        "comm_s": comm_s * n, "roofline_s": roofline_s * n, "bound": bound, "caveats": caveats,
+        "wire_bytes": comms_f * n, "comm_kind": CodedStrings(comm_codes, _object_array(comm_names)),
+        "group_size": group_sizes, "dtype": CodedStrings(dtype_codes, _object_array(dtype_names)),
+        "intensity": intensity, "critical_intensity": critical, "compute_s": compute_s * n,
+        "memory_s": memory_s * n, "comm_s": comm_s * n, "roofline_s": roofline_s * n,
+        "bound": CodedStrings(bound, bounds.array()), "caveats": CodedStrings(caveats, caveat_names.array()),
         "result_shape": lookups.shape_texts(),
         "measured_s": [t[0] if t else math.nan for t in timings] if measured else np.full(count, math.nan),
         "occurrences": [t[1] if t else math.nan for t in timings] if measured else np.full(count, math.nan),
@@ -357,32 +372,40 @@ def c_table_columns() -> Callable | None:
 class _RowLookups:
     """``op_dtype``, ``category`` and the shape text of each row of one module, made once per distinct key (a
     module repeats them: the same elementwise op on the same shape, layer after layer) and spread over the rows
-    with C-level maps. An instruction's dtype is its result shape's (``score.result_dtype``), and its category
-    its opcode's, except for the opcodes that read called computations or operands (``_READS_MORE``), which are
-    looked up row by row."""
+    as codes (``_columns.CodedStrings``). An instruction's dtype is its result shape's (``score.result_dtype``),
+    and its category its opcode's, except for the opcodes that read called computations or operands
+    (``_READS_MORE``), which are looked up row by row."""
 
-    __slots__ = ("module", "insts", "rows", "opcodes", "shape_ids", "_distinct_shapes", "_more")
+    __slots__ = ("module", "insts", "rows", "opcodes", "shape_codes", "_distinct_shapes", "_more")
 
-    def __init__(self, module, insts: list, rows: list, opcodes: list[str], shapes: list, shape_ids: list[int]):
+    def __init__(self, module, insts: list, rows: list, opcodes: list[str], shapes: list):
+        import numpy as np
+
         self.module = module
-        self.insts, self.rows, self.opcodes, self.shape_ids = insts, rows, opcodes, shape_ids
-        self._distinct_shapes = dict(zip(shape_ids, shapes))
+        self.insts, self.rows, self.opcodes = insts, rows, opcodes
+        by_id = dict(zip(map(id, shapes), shapes))  # (distinct shapes, first-seen order)
+        index = dict(zip(by_id, range(len(by_id))))
+        self.shape_codes = np.fromiter(map(index.__getitem__, map(id, shapes)), np.intp, len(shapes))
+        self._distinct_shapes = list(by_id.values())
         more = _READS_MORE.intersection(opcodes)
         self._more = list(compress(range(len(opcodes)), map(more.__contains__, opcodes))) if more else []
 
-    def dtypes(self) -> list[str]:
-        """``score.op_dtype`` of each row."""
+    def dtype_codes(self) -> tuple[np.ndarray, list[str]]:
+        """``score.op_dtype`` of each row: (codes, dtypes)."""
+        import numpy as np
+
         from hloscope.roofline.score import calls_matmul, op_dtype, result_dtype
 
-        of_shape = {key: result_dtype(shape) for key, shape in self._distinct_shapes.items()}
-        out = list(map(of_shape.__getitem__, self.shape_ids))
+        dtypes = _Categories([])
+        codes = np.array([dtypes.code(result_dtype(shape)) for shape in self._distinct_shapes], dtype=np.intp)[
+            self.shape_codes]
         found: dict = {}
         module = self.module
         for k in self._more:
             inst = self.insts[k]
             opcode = inst.opcode
             if opcode == "fusion" and not calls_matmul(inst, module):
-                continue  # (no matmul inside: op_dtype is its result's dtype, as ``out`` holds)
+                continue  # (no matmul inside: op_dtype is its result's dtype, as ``codes`` holds)
             if opcode in _FUSED_MATMUL:
                 shape_of = module.computation(self.rows[k].computation).shape_of
                 operand_types = [shape_of(o).element_type for o in inst.operands[:2]]
@@ -395,25 +418,66 @@ class _RowLookups:
                 dtype = found.get(key)
                 if dtype is None:
                     dtype = found[key] = op_dtype(inst, module)
-            out[k] = dtype
-        return out
+            codes[k] = dtypes.code(dtype)
+        return codes, dtypes.names
 
-    def categories(self) -> list[str]:
-        """``category(inst, module)`` of each row."""
+    def categories(self, opcode_codes: np.ndarray, opcode_names: list[str]) -> CodedStrings:
+        """``category(inst, module)`` of each row, from the rows' opcodes as codes."""
+        import numpy as np
+
         one_each = dict(zip(self.opcodes, self.insts))  # (an instruction of each opcode: the last one)
-        of_opcode = {op: category(inst, self.module) for op, inst in one_each.items() if op != "fusion"}
-        out = list(map(of_opcode.get, self.opcodes))
+        names = _Categories([])
+        codes = np.array([names.code(category(one_each[op], self.module)) if op != "fusion" else -1
+                          for op in opcode_names], dtype=np.intp)[opcode_codes]
         module = self.module
         for k in self._more:  # (fusions seldom share a fused computation: no memo)
             inst = self.insts[k]
             if inst.opcode == "fusion":
-                out[k] = category(inst, module)
-        return out
+                codes[k] = names.code(category(inst, module))
+        return CodedStrings(codes, names.array())
 
-    def shape_texts(self) -> list[str]:
+    def shape_texts(self) -> CodedStrings:
         """``str(inst.shape)`` of each row."""
-        texts = {key: str(shape) for key, shape in self._distinct_shapes.items()}
-        return list(map(texts.__getitem__, self.shape_ids))
+        return CodedStrings(self.shape_codes, _object_array([str(shape) for shape in self._distinct_shapes]))
+
+
+class _Categories:
+    """Distinct strings numbered in the order first asked for (``code``): a ``CodedStrings``' categories."""
+
+    __slots__ = ("names", "_index")
+
+    def __init__(self, names: list[str]) -> None:
+        self.names = list(names)
+        self._index = dict(zip(self.names, range(len(self.names))))
+
+    def code(self, name: str) -> int:
+        found = self._index.get(name)
+        if found is None:
+            found = self._index[name] = len(self.names)
+            self.names.append(name)
+        return found
+
+    def array(self) -> np.ndarray:
+        return _object_array(self.names)
+
+
+def _coded(values: list) -> tuple[np.ndarray, list]:
+    """(codes, distinct values in first-seen order) of a list of hashable values: ``distinct[codes[i]]`` is
+    ``values[i]``."""
+    import numpy as np
+
+    distinct = list(dict.fromkeys(values))
+    index = dict(zip(distinct, range(len(distinct))))
+    return np.fromiter(map(index.__getitem__, values), np.intp, len(values)), distinct
+
+
+def _object_array(values: list) -> np.ndarray:
+    """``values`` as a one-dimensional numpy object array (``np.array`` would make strings a unicode array)."""
+    import numpy as np
+
+    out = np.empty(len(values), dtype=object)
+    out[:] = values
+    return out
 
 
 #: Opcodes whose dtype or category reads more than the opcode and result shape: matmuls (operand types, called
@@ -451,7 +515,9 @@ def modules_frame(costs: list[ModuleCost], ops: ColumnTable | pd.DataFrame, chip
     else:
         for i, name in enumerate(names):
             rows_of.setdefault(name, []).append(i)
-    dtype_col, bound_col = column_list(ops, "dtype"), column_list(ops, "bound")
+    dtype_codes, bound_codes = column_codes(ops, "dtype"), column_codes(ops, "bound")
+    dtype_col = column_list(ops, "dtype") if dtype_codes is None else None
+    bound_col = column_list(ops, "bound") if bound_codes is None else None
     exposed_roof = 0.0 if schedule_known and n and not communicates(ops) else math.nan
     flops_col = column_array(ops, "flops")
     roofline = column_array(ops, "roofline_s")
@@ -467,8 +533,7 @@ def modules_frame(costs: list[ModuleCost], ops: ColumnTable | pd.DataFrame, chip
             return values if whole else values[mine]
 
         measured = step_s.get(name, math.nan) if step_s else math.nan
-        by_dtype = (group_sums(dtype_col, flops_col) if whole
-                    else group_sums([dtype_col[i] for i in mine], flops_col[mine]))
+        by_dtype = _grouped(dtype_col, dtype_codes, flops_col, whole, mine)
         dtype = "bf16"
         if by_dtype:
             top = max(sorted(by_dtype), key=by_dtype.__getitem__)  # (max keeps the first: idxmax's choice)
@@ -479,7 +544,7 @@ def modules_frame(costs: list[ModuleCost], ops: ColumnTable | pd.DataFrame, chip
         known = ~np.isnan(roof)
         if np.isnan(times).all():
             times = roof
-        by_bound = group_sums(bound_col if whole else [bound_col[i] for i in mine], times)
+        by_bound = _grouped(bound_col, bound_codes, times, whole, mine, values_taken=True)
         module_mfu = mfu(mc.flops, measured, chip, dtype)
         flags = set(mc.flags)
         if module_mfu > 1.0:  # faster than the chip's peak: the chip does not fit (or FLOPs are overcounted)
@@ -504,7 +569,17 @@ def modules_frame(costs: list[ModuleCost], ops: ColumnTable | pd.DataFrame, chip
 
 def communicates(ops: pd.DataFrame) -> bool:
     """Whether an op of the table is a collective or moves bytes between chips (a ``comm_kind``)."""
-    return "collective" in column_list(ops, "category") or any(map(bool, column_list(ops, "comm_kind")))
+    category, comm_kind = column_codes(ops, "category"), column_codes(ops, "comm_kind")
+    if category is None or comm_kind is None:
+        return "collective" in column_list(ops, "category") or any(map(bool, column_list(ops, "comm_kind")))
+    return "collective" in _present(*category) or any(map(bool, _present(*comm_kind)))
+
+
+def _present(codes, categories) -> list[str]:
+    """The categories that some row's code names."""
+    import numpy as np
+
+    return list(compress(categories.tolist(), (np.bincount(codes, minlength=len(categories)) > 0).tolist()))
 
 
 def nansum(values) -> float:
@@ -546,6 +621,34 @@ def group_sums(keys: list, values: list[float]) -> dict:
         groups[key].append(value)
     return {key: _exact_sum([v for v in mine if v == v]) for key, mine in groups.items()
             if key is not None and key == key}
+
+
+def _grouped(keys: list | None, coded: tuple | None, values, whole: bool, mine: list[int],
+             values_taken: bool = False) -> dict:
+    """``group_sums`` of one module's rows (``mine``, or every row when ``whole``) of a key column, read as its
+    list ``keys`` or as its ``coded`` (codes, categories) (``_columns.column_codes``). ``values``: the whole
+    column, or (``values_taken``) the module's rows of it already."""
+    if not whole and not values_taken:
+        values = values[mine]
+    if coded is None:
+        return group_sums(keys if whole else [keys[i] for i in mine], values)
+    codes, categories = coded
+    return group_sums_coded(codes if whole else codes[mine], categories, values)
+
+
+def group_sums_coded(codes, categories, values) -> dict:
+    """``group_sums(keys, values)`` where ``keys[i]`` is ``categories[codes[i]]`` (``_columns.CodedStrings``: a
+    few distinct strings), summed by one mask per category present instead of a pass over the strings: the same
+    values in the same row order, so the same sums. ``values``: a float64 array beside ``codes``."""
+    import numpy as np
+
+    if len(categories) > _FEW_GROUPS or not (isinstance(values, np.ndarray) and values.dtype == np.float64):
+        return group_sums(categories[codes].tolist(), values)
+    present = np.zeros(len(categories), dtype=bool)
+    present[codes] = True
+    first = {int(np.argmax(codes == k)): k for k in np.flatnonzero(present).tolist()}  # (first-seen order)
+    known = ~np.isnan(values)
+    return {categories[k]: _exact_sum(values[(codes == k) & known].tolist()) for _, k in sorted(first.items())}
 
 
 #: Most distinct keys ``group_sums`` sums by numpy masks (one pass over the rows per key).

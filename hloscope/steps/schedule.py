@@ -27,7 +27,7 @@ from itertools import compress, repeat
 from operator import eq, ne, or_
 from typing import TYPE_CHECKING, Iterable
 
-from hloscope._columns import column_list
+from hloscope._columns import column_codes, column_list
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -56,8 +56,8 @@ def async_overlap(modules: Iterable[HloModule], ops: pd.DataFrame
     exposed: dict[str, float] = {}
     # The table's columns read once as lists (a pandas mask, .loc and groupby per module cost about a
     # millisecond on the pytest plugin's small programs: a third of their analysis); rows split by module.
-    columns = [column_list(ops, c) for c in ("module", "instruction", "opcode", "computation", "category",
-                                             "comm_kind", "roofline_s")]
+    columns = [column_list(ops, c) for c in ("module", "instruction", "opcode", "computation")]
+    columns += [_communicating(ops), column_list(ops, "roofline_s")]
     names = columns[0]
     n = len(names)
     rows_of: dict[str, list[int] | None] = {}
@@ -69,12 +69,9 @@ def async_overlap(modules: Iterable[HloModule], ops: pd.DataFrame
     for module in modules:
         mine = rows_of.get(module.name, [])
         if mine is None:
-            _, instruction, opcode, computation, category, comm_kind, roofline = columns
+            _, instruction, opcode, computation, is_comm, roofline = columns
         else:
-            _, instruction, opcode, computation, category, comm_kind, roofline = ([c[i] for i in mine]
-                                                                                  for c in columns)
-        # A collective, or an op with a comm_kind (`c == "collective" or str(k) != ""`, by C-level maps).
-        is_comm = list(map(or_, map(eq, category, repeat("collective")), map(ne, map(str, comm_kind), repeat(""))))
+            _, instruction, opcode, computation, is_comm, roofline = ([c[i] for i in mine] for c in columns)
         comm_rows = list(compress(range(len(is_comm)), is_comm))
         comm = {instruction[i] for i in comm_rows}
         roof = {instruction[i]: roofline[i] for i in comm_rows}
@@ -104,6 +101,21 @@ def async_overlap(modules: Iterable[HloModule], ops: pd.DataFrame
                 total += roof.get(name, math.nan)
         exposed[module.name] = total
     return windows, exposed
+
+
+def _communicating(ops: pd.DataFrame) -> list[bool]:
+    """Whether each row of ``ops`` is a collective or an op with a comm_kind (``category == "collective" or
+    str(comm_kind) != ""``): by C-level maps over the two columns, or, where the table keeps them as codes
+    (``_columns.column_codes``), once per distinct string, spread over the rows by their codes."""
+    coded = [column_codes(ops, c) for c in ("category", "comm_kind")]
+    if None in coded:
+        return list(map(or_, map(eq, column_list(ops, "category"), repeat("collective")),
+                        map(ne, map(str, column_list(ops, "comm_kind")), repeat(""))))
+    import numpy as np
+
+    (category_codes, categories), (kind_codes, kinds) = coded
+    return (np.array([c == "collective" for c in categories.tolist()], dtype=bool)[category_codes]
+            | np.array([str(k) != "" for k in kinds.tolist()], dtype=bool)[kind_codes]).tolist()
 
 
 class _ComputationWork:

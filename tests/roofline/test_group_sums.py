@@ -78,3 +78,37 @@ def test_masks_and_loop_agree(monkeypatch) -> None:
         assert list(fast) == list(fast_array) == list(slow)
         for key in slow:
             assert repr(fast[key]) == repr(fast_array[key]) == repr(slow[key])
+
+
+def test_coded_keys_sum_as_the_keys_do() -> None:
+    """``group_sums_coded`` (keys as codes into a few strings, as the ops table keeps its dtype and bound
+    columns): the same sums, keys and first-seen order as ``group_sums`` of the strings, checked against the
+    rational oracle too; categories no row names are left out, as keys that never occur."""
+    import numpy as np
+
+    from hloscope.roofline.tables import group_sums_coded
+
+    rng = random.Random(20261128)
+    categories = np.array(["memory", "compute", "communication", "unused"], dtype=object)
+    for _ in range(200):
+        n = rng.randint(1, 80)
+        codes = np.array([rng.randrange(3) for _ in range(n)], dtype=np.intp)
+        values = np.array([math.nan if rng.random() < 0.1 else rng.uniform(0, 1) * 10.0 ** rng.randint(-9, 3)
+                           for _ in range(n)])
+        keys = categories[codes].tolist()
+        got = group_sums_coded(codes, categories, values)
+        want = group_sums(keys, values)
+        assert list(got) == list(want) == list(dict.fromkeys(keys))
+        for key in want:
+            assert repr(got[key]) == repr(want[key])
+            assert got[key] == _exact([v for k, v in zip(keys, values.tolist()) if k == key and v == v])
+
+
+def test_coded_keys_by_hand() -> None:
+    import numpy as np
+
+    from hloscope.roofline.tables import group_sums_coded
+
+    got = group_sums_coded(np.array([1, 0, 1, 1]), np.array(["bf16", "f32"], dtype=object),
+                           np.array([0.5, 2.0, math.nan, 0.25]))
+    assert got == {"f32": 0.75, "bf16": 2.0} and list(got) == ["f32", "bf16"]

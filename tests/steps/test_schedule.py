@@ -160,3 +160,19 @@ def test_modules_table_made_with_the_schedule_known_is_what_the_overlap_pass_fil
         built[known] = (ops, table)
     assert built[True][0].equals(built[False][0]) and built[True][1].equals(built[False][1])
     assert communicates(built[True][0]) == (name != "cpu_mlp_1dev.hlo.txt")
+
+
+@pytest.mark.parametrize("name", ["tpu-v5e_collectives.hlo.txt", "cpu_collectives.hlo.txt",
+                                  "tpu-v5e_mlp_sharded.hlo.txt"])
+def test_overlap_from_kept_codes_equals_overlap_from_the_frame(name):
+    """A static analysis keeps the ops table's category and comm_kind as codes into their few strings, and the
+    overlap reads which rows communicate from them; read from the DataFrame (strings only), it is the same."""
+    from hloscope._columns import column_codes
+    from hloscope.steps.schedule import async_overlap
+
+    r = hloscope.analyze(FIXTURES / name, chip="tpu-v5e")
+    table = r.table("ops")
+    assert column_codes(table, "category") is not None and column_codes(table, "comm_kind") is not None
+    assert column_codes(r.ops, "category") is None  # (a DataFrame keeps no codes)
+    kept, framed = async_overlap(r.hlo_modules, table), async_overlap(r.hlo_modules, r.ops)
+    assert kept == framed and sum(framed[1].values()) > 0
