@@ -483,7 +483,8 @@ done:
  *
  * Decoder.metadata_column's reading, one pass over the instructions: an empty attribute text has no metadata
  * (None); an instruction already decoded (its _decoded not None) gets unread (the caller asks the property); a
- * text in by_text gets what it holds; any other text is read as Decoder.metadata_of reads it (attribute_value of
+ * text without "metadata" in it has none (None: attribute_value's first answer, not kept); a text in by_text gets
+ * what it holds; any other text is read as Decoder.metadata_of reads it (attribute_value of
  * "metadata": unknown -> unread; known and absent -> None; known if read -> by_value's, else unread; known ->
  * by_value's, else made as Decoder._metadata makes it, make(value) where a field is not plain) and, where known,
  * kept in by_text. tests/parsers/test_metadata_column.py holds it equal to the Python loop. */
@@ -548,6 +549,20 @@ static PyObject *metadata_column(PyObject *self, PyObject *const *args, Py_ssize
             Py_INCREF(unread);
             PyList_SET_ITEM(out, i, unread);
             continue;
+        }
+        {   /* No "metadata" in the text: no metadata (read_value's first answer), without hashing the text or
+             * keeping it (an unfused module's tens of thousands of distinct texts, none with metadata). */
+            Py_ssize_t at = PyUnicode_Find(text, key, 0, PY_SSIZE_T_MAX, 1);
+            if (at == -2) {
+                Py_DECREF(text);
+                goto fail;
+            }
+            if (at == -1) {
+                Py_DECREF(text);
+                Py_INCREF(Py_None);
+                PyList_SET_ITEM(out, i, Py_None);
+                continue;
+            }
         }
         md = PyDict_GetItemWithError(by_text, text);
         if (md != NULL) {

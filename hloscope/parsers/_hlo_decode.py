@@ -129,9 +129,9 @@ class Decoder(ParserBase):
         return out
 
     def py_metadata_column(self, insts: list[HloInstruction]) -> list:
-        """What ``metadata_column`` reads of each row before the property: None for an empty text, ``_UNREAD`` for
-        an instruction already decoded, else what ``metadata_by_text`` holds or ``metadata_of`` reads
-        (``_UNREAD`` where that cannot tell)."""
+        """What ``metadata_column`` reads of each row before the property: None for an empty text or one without
+        ``metadata`` in it, ``_UNREAD`` for an instruction already decoded, else what ``metadata_by_text`` holds
+        or ``metadata_of`` reads (``_UNREAD`` where that cannot tell)."""
         by_text = self.metadata_by_text
         out: list = []
         for inst in insts:
@@ -140,6 +140,8 @@ class Decoder(ParserBase):
                 out.append(None)
             elif inst._decoded is not None:
                 out.append(_UNREAD)
+            elif "metadata" not in text:  # (what ``attribute_value`` answers first: none, read without a memo)
+                out.append(None)
             else:
                 md = by_text.get(text, _UNREAD)
                 if md is _UNREAD:

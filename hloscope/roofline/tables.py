@@ -282,18 +282,30 @@ def _module_columns(mc: ModuleCost, chip: ChipSpec, per_chip: int, measured: Map
     caveat_names = _Categories([])
     caveats = np.array([caveat_names.code("peak-fallback" if p[1] else "") for p in peaks], dtype=np.intp)[
         dtype_codes]
-    scored: dict = {}  # (cost, dtype) -> its score's fields: a collective repeats layer after layer
-    for k in np.flatnonzero(~simple).tolist():
-        dtype = dtype_names[dtype_codes[k]]
-        key = (costs[k], dtype)
-        scores = scored.get(key)
-        if scores is None:
-            s = score(costs[k], chip, dtype, within_chip)
-            scores = scored[key] = (s.compute_s, s.memory_s, s.comm_s, s.roofline_s, s.intensity,
-                                    s.critical_intensity, bounds.code(s.bound.value),
-                                    caveat_names.code(",".join(sorted(costs[k].flags | s.flags))))
-        (compute_s[k], memory_s[k], comm_s[k], roofline_s[k], intensity[k], critical[k], bound[k],
-         caveats[k]) = scores
+    # The other rows through score() itself, once per distinct (cost, dtype) -- a collective repeats layer after
+    # layer --, its fields spread over the rows by index.
+    others = np.flatnonzero(~simple)
+    if len(others):
+        scored: dict = {}  # (cost, dtype code) -> the row of its fields in ``fields``
+        fields: list[tuple] = []
+        which = []
+        for k, d in zip(others.tolist(), dtype_codes[others].tolist()):
+            key = (costs[k], d)
+            j = scored.get(key)
+            if j is None:
+                s = score(costs[k], chip, dtype_names[d], within_chip)
+                j = scored[key] = len(fields)
+                fields.append((s.compute_s, s.memory_s, s.comm_s, s.roofline_s, s.intensity, s.critical_intensity,
+                               bounds.code(s.bound.value),
+                               caveat_names.code(",".join(sorted(costs[k].flags | s.flags)))))
+            which.append(j)
+        taken = np.array(which, dtype=np.intp)
+        columns = list(zip(*fields))
+        for target, values, kind in ((compute_s, columns[0], float), (memory_s, columns[1], float),
+                                     (comm_s, columns[2], float), (roofline_s, columns[3], float),
+                                     (intensity, columns[4], float), (critical, columns[5], float),
+                                     (bound, columns[6], np.intp), (caveats, columns[7], np.intp)):
+            target[others] = np.array(values, dtype=kind)[taken]
     metadata = metadata_column(insts)
     ids = list(map(id, metadata))
     distinct = dict(zip(ids, metadata))  # (each distinct metadata object described once)
