@@ -1066,6 +1066,85 @@ done:
     return out;
 }
 
+/* identity_codes(values: list) -> (codes: bytearray, distinct: list)
+ *
+ * Each value's number among the distinct objects of ``values`` (by identity, first seen first), as native
+ * Py_ssize_t in a bytearray (numpy reads it as an intp array), and those objects: what
+ * hloscope.roofline.tables.py_identity_codes makes with a dict keyed by id(). The ops table codes its columns of
+ * few distinct objects with it (opcodes, comm kinds, result shapes, metadata): an open-addressing table of
+ * addresses, without hashing the objects (a module's opcodes are a few dozen interned strings). */
+static PyObject *identity_codes(PyObject *self, PyObject *values) {
+    Py_ssize_t n, i, size = 256, used = 0;
+    PyObject **keys = NULL, *codes = NULL, *distinct = NULL, *result = NULL;
+    Py_ssize_t *numbers = NULL, *out;
+    (void)self;
+    if (!PyList_Check(values)) {
+        PyErr_SetString(PyExc_TypeError, "identity_codes(values: list)");
+        return NULL;
+    }
+    n = PyList_GET_SIZE(values);
+    codes = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)sizeof(Py_ssize_t) * n);
+    distinct = PyList_New(0);
+    keys = PyMem_Calloc((size_t)size, sizeof(PyObject *));
+    numbers = PyMem_Calloc((size_t)size, sizeof(Py_ssize_t));
+    if (codes == NULL || distinct == NULL || keys == NULL || numbers == NULL) {
+        if (keys == NULL || numbers == NULL) {
+            PyErr_NoMemory();
+        }
+        goto done;
+    }
+    out = (Py_ssize_t *)PyByteArray_AS_STRING(codes);
+    for (i = 0; i < n; i++) {
+        PyObject *v = PyList_GET_ITEM(values, i);
+        size_t h = (size_t)((uintptr_t)v >> 4) * (size_t)0x9E3779B97F4A7C15ULL, mask = (size_t)size - 1, at;
+        for (at = (h >> 17) & mask; keys[at] != NULL && keys[at] != v; at = (at + 1) & mask) {
+        }
+        if (keys[at] == NULL) {
+            if (PyList_Append(distinct, v) < 0) {
+                goto done;
+            }
+            keys[at] = v;
+            numbers[at] = used++;
+            if (used * 2 > size) { /* grow: rehash the addresses into a table twice as large */
+                Py_ssize_t j, bigger = size * 2;
+                PyObject **k2 = PyMem_Calloc((size_t)bigger, sizeof(PyObject *));
+                Py_ssize_t *n2 = PyMem_Calloc((size_t)bigger, sizeof(Py_ssize_t));
+                if (k2 == NULL || n2 == NULL) {
+                    PyMem_Free(k2);
+                    PyMem_Free(n2);
+                    PyErr_NoMemory();
+                    goto done;
+                }
+                for (j = 0; j < size; j++) {
+                    if (keys[j] != NULL) {
+                        size_t h2 = (size_t)((uintptr_t)keys[j] >> 4) * (size_t)0x9E3779B97F4A7C15ULL,
+                               m2 = (size_t)bigger - 1, a2;
+                        for (a2 = (h2 >> 17) & m2; k2[a2] != NULL; a2 = (a2 + 1) & m2) {
+                        }
+                        k2[a2] = keys[j];
+                        n2[a2] = numbers[j];
+                    }
+                }
+                PyMem_Free(keys);
+                PyMem_Free(numbers);
+                keys = k2;
+                numbers = n2;
+                size = bigger;
+            }
+            out[i] = used - 1;
+        } else {
+            out[i] = numbers[at];
+        }
+    }
+    result = PyTuple_Pack(2, codes, distinct);
+done:
+    PyMem_Free(keys);
+    PyMem_Free(numbers);
+    Py_XDECREF(codes);
+    Py_XDECREF(distinct);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"shared_rows", (PyCFunction)(void (*)(void))shared_rows, METH_FASTCALL,
      "shared_rows(insts, start, computation, count, index, shapes, by_shapes, ruled, cost_row, out, keyed) -> int\n\n"
@@ -1080,6 +1159,10 @@ static PyMethodDef methods[] = {
     {"table_columns", (PyCFunction)(void (*)(void))table_columns, METH_FASTCALL,
      "table_columns(rows, timings, keep_all) -> (rows, insts, costs, numbers, timings, fields)\n\n"
      "The CostRows the ops table keeps, their numbers as columns of doubles (bytes), and their fields."},
+    {"identity_codes", (PyCFunction)identity_codes, METH_O,
+     "identity_codes(values: list) -> (codes: bytearray, distinct: list)\n\n"
+     "Each value's number among the distinct objects of values, by identity (hloscope.roofline.tables."
+     "py_identity_codes is its specification)."},
     {"structure_fields", (PyCFunction)(void (*)(void))structure_fields, METH_FASTCALL,
      "structure_fields(insts, index, bare, without_metadata) -> (fields, calls) | None\n\n"
      "What hloscope.cost.structure keys a computation by, instruction by instruction, in one list."},

@@ -306,19 +306,18 @@ def _module_columns(mc: ModuleCost, chip: ChipSpec, per_chip: int, measured: Map
                                      (intensity, columns[4], float), (critical, columns[5], float),
                                      (bound, columns[6], np.intp), (caveats, columns[7], np.intp)):
             target[others] = np.array(values, dtype=kind)[taken]
-    metadata = metadata_column(insts)
-    ids = list(map(id, metadata))
-    distinct = dict(zip(ids, metadata))  # (each distinct metadata object described once)
-    op_names = {key: md.op_name if md else "" for key, md in distinct.items()}
-    sources = {key: md.source if md else "" for key, md in distinct.items()}
-    opcode_codes, opcode_names = _coded(opcodes)
-    comm_codes, comm_names = _coded(comm_kinds)
+    # (each distinct metadata object described once: the decoder makes one per distinct metadata text)
+    metadata_codes, distinct = _identity_coded(metadata_column(insts))
+    op_names = _object_array([md.op_name if md else "" for md in distinct])
+    sources = _object_array([md.source if md else "" for md in distinct])
+    opcode_codes, opcode_names = _coded(opcodes)  # (by value: the parser makes an opcode string a row)
+    comm_codes, comm_names = _identity_coded(comm_kinds)
     out = {
         "module": CodedStrings(np.zeros(count, dtype=np.intp), _object_array([mname])),
         "computation": computations, "instruction": names,
         "opcode": CodedStrings(opcode_codes, _object_array(opcode_names)),
         "category": lookups.categories(opcode_codes, opcode_names),
-        "op_name": list(map(op_names.__getitem__, ids)), "source": list(map(sources.__getitem__, ids)),
+        "op_name": CodedStrings(metadata_codes, op_names), "source": CodedStrings(metadata_codes, sources),
         "executions": n, "flops": flops_f * n, "transcendentals": trans_f * n,
         "hbm_bytes": hbm_f * n, "hbm_read_bytes": reads_f * n, "hbm_write_bytes": writes_f * n,
         "wire_bytes": comms_f * n, "comm_kind": CodedStrings(comm_codes, _object_array(comm_names)),
@@ -395,10 +394,7 @@ class _RowLookups:
 
         self.module = module
         self.insts, self.rows, self.opcodes = insts, rows, opcodes
-        by_id = dict(zip(map(id, shapes), shapes))  # (distinct shapes, first-seen order)
-        index = dict(zip(by_id, range(len(by_id))))
-        self.shape_codes = np.fromiter(map(index.__getitem__, map(id, shapes)), np.intp, len(shapes))
-        self._distinct_shapes = list(by_id.values())
+        self.shape_codes, self._distinct_shapes = _identity_coded(shapes)  # (the parser shares one per text)
         more = _READS_MORE.intersection(opcodes)
         self._more = list(compress(range(len(opcodes)), map(more.__contains__, opcodes))) if more else []
 
@@ -481,6 +477,39 @@ def _coded(values: list) -> tuple[np.ndarray, list]:
     distinct = list(dict.fromkeys(values))
     index = dict(zip(distinct, range(len(distinct))))
     return np.fromiter(map(index.__getitem__, values), np.intp, len(values)), distinct
+
+
+def py_identity_codes(values: list) -> tuple[bytearray, list]:
+    """(codes, distinct): each value's number among the distinct objects of ``values`` -- by identity, first seen
+    first -- as native intp in a bytearray, and those objects (``distinct[codes[i]] is values[i]``): the
+    specification of ``identity_codes`` in ``_cost_walk.c``. Two equal objects that are not the same object get
+    two numbers (a category twice): the values read back are the same."""
+    import numpy as np
+
+    index: dict[int, int] = {}
+    distinct: list = []
+    codes = []
+    for value in values:
+        found = index.get(id(value))
+        if found is None:
+            found = index[id(value)] = len(distinct)
+            distinct.append(value)
+        codes.append(found)
+    return bytearray(np.array(codes, dtype=np.intp).tobytes()), distinct
+
+
+@cache
+def c_identity_codes() -> Callable | None:
+    """``identity_codes`` of ``hloscope/cost/_cost_walk.c``, or None when the extension was not built."""
+    return compiled("hloscope.cost._cost_walk", "identity_codes")
+
+
+def _identity_coded(values: list) -> tuple[np.ndarray, list]:
+    """(codes as an intp array, distinct objects) of ``values``, by identity (``py_identity_codes``)."""
+    import numpy as np
+
+    codes, distinct = (py_identity_codes if PURE_PYTHON else c_identity_codes() or py_identity_codes)(values)
+    return np.frombuffer(codes, dtype=np.intp), distinct
 
 
 def _object_array(values: list) -> np.ndarray:
