@@ -137,26 +137,35 @@ class ColumnTable:
         return _frame_of([self._arrays[n] for n in self._names], self._names, self._rows)
 
 
-def table_from_columns(columns: dict[str, Any], order: Any = None) -> ColumnTable | pd.DataFrame:
+def table_from_columns(columns: dict[str, Any], order: Any = None, unordered: frozenset = frozenset()
+                       ) -> ColumnTable | pd.DataFrame:
     """``frame_from_columns(columns, order)`` kept as a ``ColumnTable`` (its DataFrame made on first use); the
-    DataFrame itself where a column is not plain or there are no rows. Imports pandas only for that DataFrame."""
+    DataFrame itself where a column is not plain or there are no rows. Imports pandas only for that DataFrame.
+    ``unordered``: names of columns whose values are the same in any row order (a column of NaN only), kept as
+    they are instead of taken in ``order``."""
     names = list(columns)
     values = list(columns.values())
     count = len(values[0]) if values else 0
     codes: dict[str, tuple[Any, Any]] = {}
+    taken_codes: dict[int, Any] = {}  # (columns coded alike -- op name and source -- share their taking)
     for k, column in enumerate(values):
         if type(column) is CodedStrings:  # (taken in order by its codes: its array is made in row order)
             if len(column) == count and _all_strings(column.categories):
-                taken = column.codes if order is None else column.codes[order]
+                taken = column.codes
+                if order is not None:
+                    taken = taken_codes.get(id(column.codes))
+                    if taken is None:
+                        taken = taken_codes[id(column.codes)] = column.codes[order]
                 codes[names[k]] = (taken, column.categories)
                 values[k] = column.categories[taken]
             else:
                 values[k] = column.tolist()
+    plain = [n for n in names if n not in codes]
     arrays = _plain_arrays([v for n, v in zip(names, values) if n not in codes], count) if count else None
     if arrays is None:
         return _pandas_frame(_decoded(columns), order)
     if order is not None:
-        arrays = [(kind, array[order]) for kind, array in arrays]
+        arrays = [(kind, array if name in unordered else array[order]) for name, (kind, array) in zip(plain, arrays)]
     if codes:
         rest = iter(arrays)
         arrays = [("str", v) if n in codes else next(rest) for n, v in zip(names, values)]

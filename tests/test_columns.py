@@ -285,3 +285,14 @@ def test_coded_strings_of_other_values_go_the_list_way() -> None:
     table = table_from_columns({"v": _coded(["a", "b", "a"])})
     table["v"] = ["c", "c", "d"]
     assert column_codes(table, "v") is None and column_list(table, "v") == ["c", "c", "d"]
+
+
+def test_columns_the_same_in_any_order_are_kept_as_they_are() -> None:
+    """``unordered`` names columns whose values are the same in every row order (NaN only): the table is the one
+    taking them in ``order`` would make, and their arrays are not taken."""
+    nan = np.full(3, math.nan)
+    columns = {"x": np.array([1.0, 2.0, 3.0]), "nan": nan, "s": ["a", "b", "c"]}
+    order = np.array([2, 0, 1])
+    kept = table_from_columns(columns, order, frozenset({"nan"}))
+    _assert_same_frame(kept.frame(), frame_from_columns(columns, order))
+    assert kept.stored("nan") is nan and column_list(kept, "x") == [3.0, 1.0, 2.0]

@@ -165,8 +165,8 @@ def ops_frame(costs: list[ModuleCost], chip: ChipSpec, measured: Mapping[tuple[s
             frame[c] = np.full(total, math.nan)
     order = descending_order(np.asarray(frame["measured_s" if measured else "roofline_s"], dtype=float))
     columns = {c: frame[c] for c in OP_COLUMNS}
-    if as_table and total:
-        return table_from_columns(columns, order)
+    if as_table and total:  # (the columns of NaN alone are the same in any order: not taken)
+        return table_from_columns(columns, order, _NAN_COLUMNS if measured else _NAN_COLUMNS_STATIC)
     df = frame_from_columns(columns, order)
     if not total:
         df = df.astype(object)  # (an empty table has the dtypes of one built from records)
@@ -195,6 +195,10 @@ _BUILT_COLUMNS = (
 )
 #: Columns computed from ``measured_s`` (NaN in a static report).
 _MEASURED_COLUMNS = ("step_fraction", "efficiency", "achieved_flops_per_s", "achieved_bytes_per_s", "lost_s")
+#: Columns ``ops_frame`` makes of NaN alone (filled later, if at all, by ``steps.columns.add_overlap_columns``),
+#: and those of a static report (no measured time).
+_NAN_COLUMNS = frozenset({"overlap_window_s", "exposed_comm_s", "overlapped_comm_s", "slowest_participant_s"})
+_NAN_COLUMNS_STATIC = _NAN_COLUMNS | frozenset(_MEASURED_COLUMNS) | {"measured_s", "occurrences"}
 #: Largest integer every float holds exactly: below it, a sum or quotient of Python ints equals that of their
 #: float conversions, so the column arithmetic gives Python's floats.
 _EXACT_INT = 2**53
@@ -409,18 +413,22 @@ class _RowLookups:
             self.shape_codes]
         found: dict = {}
         module = self.module
+        shape_readers: dict = {}  # computation name -> its shape_of (a module's rows are a few computations')
         for k in self._more:
             inst = self.insts[k]
             opcode = inst.opcode
             if opcode == "fusion" and not calls_matmul(inst, module):
                 continue  # (no matmul inside: op_dtype is its result's dtype, as ``codes`` holds)
             if opcode in _FUSED_MATMUL:
-                shape_of = module.computation(self.rows[k].computation).shape_of
-                operand_types = [shape_of(o).element_type for o in inst.operands[:2]]
-                key = (opcode, tuple(operand_types), id(inst.shape))
+                computation = self.rows[k].computation
+                shape_of = shape_readers.get(computation)
+                if shape_of is None:
+                    shape_of = shape_readers[computation] = module.computation(computation).shape_of
+                operand_shapes = tuple(map(shape_of, inst.operands[:2]))
+                key = (opcode, *map(id, operand_shapes), id(inst.shape))  # (the parser shares one Shape a text)
                 dtype = found.get(key)
                 if dtype is None:
-                    dtype = found[key] = op_dtype(inst, module, operand_types)
+                    dtype = found[key] = op_dtype(inst, module, [shape.element_type for shape in operand_shapes])
             else:
                 key = (opcode, id(inst.shape), inst.called_computations.get("calls", ()))
                 dtype = found.get(key)
