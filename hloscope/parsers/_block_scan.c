@@ -1101,7 +1101,8 @@ static PyObject *build_rows(PyObject *self, PyObject *const *args, Py_ssize_t na
  * text, a line that is not such a header (``HloModule``, a comment, a stack frame table, ...), a body with a row
  * that needs the line-by-line loop (``rows_into`` returns False), a shape ``parse_shape`` refuses (ValueError), a
  * body that fails a check (Python reports it), a body closed otherwise, or a body of ``max_lines`` rows or more
- * closed by "}\n" other than the entry's (``_block`` keeps it as a ``LazyBody``). Returns the position and line
+ * closed by "}\n" other than the entry's and a loop's (one tuple-shaped parameter: ``one_tuple_parameter``):
+ * ``_block`` keeps it as a ``LazyBody`` (or builds it, ``_not_fused``). Returns the position and line
  * after the last computation read (``pos`` and ``line`` when none). tests/parsers/test_read_computations.py
  * holds the parse with it equal to the parse without it. */
 
@@ -1411,6 +1412,43 @@ done:
     return r;
 }
 
+/* Whether a header's parameter list, from `j` (just after its '(') to the line's end `e`, is one parameter of a
+ * tuple shape -- ``(p: (s32[], f32[8]{0}))`` --, as a while loop's body and condition read (XLA gives a fusion its
+ * operands' arrays as parameters): such a body is read here however long, since every cost walk builds it
+ * (``_hlo_text._not_fused`` makes the same call from a body's rows, for the bodies handed back). */
+static int one_tuple_parameter(int kind, const void *data, Py_ssize_t j, Py_ssize_t e) {
+    Py_ssize_t depth = 0;
+    while (j < e && CH(j) != ':' && CH(j) != ',' && CH(j) != '(' && CH(j) != ')') {
+        j++;
+    }
+    if (j >= e || CH(j) != ':') {
+        return 0;
+    }
+    j++;
+    while (j < e && (CH(j) == ' ' || CH(j) == '\t')) {
+        j++;
+    }
+    if (j >= e || CH(j) != '(') {
+        return 0;
+    }
+    for (; j < e; j++) { /* to the tuple's closing ')' (comments and layouts hold no parenthesis) */
+        Py_UCS4 c = CH(j);
+        if (c == '(') {
+            depth++;
+        } else if (c == ')' && --depth == 0) {
+            break;
+        }
+    }
+    if (j >= e) {
+        return 0;
+    }
+    j++;
+    while (j < e && (CH(j) == ' ' || CH(j) == '\t')) {
+        j++;
+    }
+    return j < e && CH(j) == ')';
+}
+
 /* One computation from its header line [a, e) (src[e] == '\n', on line `line`): 1 with it appended to out and
  * *after / *after_line set, 0 when it is left to Python, -1 on error. */
 static int read_one(PyObject *src, int kind, const void *data, Py_ssize_t length, Py_ssize_t a, Py_ssize_t e,
@@ -1437,8 +1475,8 @@ static int read_one(PyObject *src, int kind, const void *data, Py_ssize_t length
     }
     stop = close_line(kind, data, e + 1, length, &n);
     if (stop < 0 || (after_close = close_end(kind, data, stop, length, &plain)) < 0
-        || (plain && !is_entry && n >= max_lines)) {
-        return 0; /* (a long body closed by "}\n": _block keeps it as a LazyBody) */
+        || (plain && !is_entry && n >= max_lines && !(r && one_tuple_parameter(kind, data, end, e)))) {
+        return 0; /* (a long body closed by "}\n", not a loop's: _block keeps it as a LazyBody, or builds it) */
     }
     rows = PyList_New(0);
     if (rows == NULL) {

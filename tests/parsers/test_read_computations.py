@@ -176,6 +176,28 @@ def test_long_bodies_stay_lazy(monkeypatch, reader) -> None:
     assert not m.computation("long").is_built and m.entry.is_built
 
 
+@pytest.mark.parametrize("parameter, read", [
+    ("p: (f32[2], s32[])", True),  # a while loop's body: one tuple parameter
+    ("p: (f32[2]{0}, /*index=1*/(s32[], f32[2]))", True),  # nested, with XLA's index comment
+    ("p: (f32[2], s32[]), q: f32[2]", False),  # two parameters: maybe a fusion's
+    ("p: f32[2]", False),
+])
+def test_long_loop_bodies_are_read(monkeypatch, reader, parameter: str, read: bool) -> None:
+    """A long body whose header reads one tuple-shaped parameter (a while loop's body or condition, which every
+    cost walk builds) is read by the reader like a short one; other long bodies are handed back to ``_block``."""
+    rows = _hlo_text._LAZY_MIN_LINES
+    chain = "".join(f"  %n{k} = f32[2]{{0}} negate(%n{k - 1})\n" for k in range(1, rows))
+    params = "  %p = (f32[2]{0}, s32[]) parameter(0)\n  %n0 = f32[2]{0} get-tuple-element(%p), index=0\n"
+    if ", q: " in parameter:
+        params += "  %q = f32[2]{0} parameter(1)\n"
+    elif not parameter.startswith("p: ("):
+        params = "  %n0 = f32[2]{0} parameter(0)\n"
+    text = (f"%long ({parameter}) -> f32[2] {{\n{params}{chain}}}\n\n"
+            "ENTRY %e (x: f32[2]) -> f32[2] {\n  ROOT %x = f32[2]{0} parameter(0)\n}\n")
+    _, made = _both(monkeypatch, reader, text)
+    assert made == (2 if read else 1)
+
+
 def test_blank_lines_and_errors_after(monkeypatch, reader) -> None:
     """Lines are counted across the blank lines the reader skips, and an error after what it read points at the
     same place."""
