@@ -558,9 +558,9 @@ def modules_frame(costs: list[ModuleCost], ops: ColumnTable | pd.DataFrame, chip
 
     n = len(ops)
     names = column_list(ops, "module")
-    rows_of: dict[str, list[int]] = {}
+    rows_of: dict[str, list[int] | range] = {}
     if costs and names.count(costs[0].module.name) == n:  # one module owns every row: the common case
-        rows_of[costs[0].module.name] = list(range(n))
+        rows_of[costs[0].module.name] = range(n)  # (its length alone is read: every row is its)
     else:
         for i, name in enumerate(names):
             rows_of.setdefault(name, []).append(i)
