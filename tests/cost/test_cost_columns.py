@@ -123,3 +123,33 @@ def test_values_that_sum_to_zero_are_dropped_as_python_drops_them(twins) -> None
     module = parse_hlo_text("HloModule m\n\nENTRY %e (p: f32[8]) -> f32[8] {\n  ROOT %p = f32[8]{0} parameter(0)\n}\n")
     row = walk.CostRow("e", module.entry.instructions[0], OpCost(1, -1), 1.0)
     assert twins[1]([row], None, False)[0] == [] == tables._table_columns([row], None, False)[0]
+
+
+def test_instructions_of_another_class_are_read_by_their_attributes(twins) -> None:
+    """The C walk reads an ``HloInstruction``'s slots directly; an instruction of another class (here a subclass
+    whose ``name`` and ``shape`` are properties) is read through its attributes, as the Python side reads it."""
+    from hloscope.hlo import HloInstruction
+
+    module = parse_hlo_text("HloModule m\n\nENTRY %e (p: f32[8]) -> f32[8] {\n  ROOT %p = f32[8]{0} parameter(0)\n}\n")
+    base = module.entry.instructions[0]
+    twins[1]([walk.CostRow("e", base, OpCost(1.0), 1.0)], None, True)  # (the C side has seen an HloInstruction)
+
+    class Renamed(HloInstruction):
+        __slots__ = ()
+
+        @property
+        def name(self):  # noqa: ANN202 - shadows the slot
+            return "renamed"
+
+        @property
+        def shape(self):  # noqa: ANN202
+            return "a shape"
+
+    other = object.__new__(Renamed)
+    for slot in HloInstruction.__slots__:  # (every slot set, name and shape too: the properties must win)
+        if hasattr(base, slot):
+            HloInstruction.__dict__[slot].__set__(other, getattr(base, slot))
+    rows = [walk.CostRow("e", other, OpCost(2.0), 1.0), walk.CostRow("e", base, OpCost(3.0), 1.0)]
+    got, want = twins[1](rows, None, True), tables._table_columns(rows, None, True)
+    assert got[5][1] == want[5][1] == ["renamed", base.name]
+    assert got[5][3] == want[5][3] == ["a shape", base.shape]
