@@ -17,6 +17,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <string.h>
+#include <structmember.h>
 
 #if defined(__GNUC__)
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
@@ -479,6 +480,37 @@ done:
     return md;
 }
 
+/* Member-descriptor offset of slot `name` of `type` (0 when it is no object slot of that type itself): where the
+ * loop below reads ``attribute_text`` and ``_decoded`` straight from an instruction of that type (each
+ * PyObject_GetAttr ~30 ns, two a row). */
+static Py_ssize_t slot_offset(PyTypeObject *type, PyObject *name) {
+    Py_ssize_t offset = 0;
+    PyObject *descr = PyObject_GetAttr((PyObject *)type, name);
+    if (descr == NULL) {
+        PyErr_Clear();
+        return 0;
+    }
+    if (Py_TYPE(descr) == &PyMemberDescr_Type && ((PyMemberDescrObject *)descr)->d_common.d_type == type
+        && ((PyMemberDescrObject *)descr)->d_member->type == T_OBJECT_EX) {
+        offset = ((PyMemberDescrObject *)descr)->d_member->offset;
+    }
+    Py_DECREF(descr);
+    return offset;
+}
+
+/* ``inst.<name>`` (new reference): from the slot at `offset` when inst is a `type` and the slot is set, else
+ * PyObject_GetAttr. */
+static inline PyObject *read_slot(PyObject *inst, PyTypeObject *type, Py_ssize_t offset, PyObject *name) {
+    if (offset > 0 && Py_TYPE(inst) == type) {
+        PyObject *v = *(PyObject **)((char *)inst + offset);
+        if (v != NULL) {
+            Py_INCREF(v);
+            return v;
+        }
+    }
+    return PyObject_GetAttr(inst, name);
+}
+
 /* metadata_column(insts, by_text, by_value, frames, metadata_type, make, unread) -> list
  *
  * Decoder.metadata_column's reading, one pass over the instructions: an empty attribute text has no metadata
@@ -491,8 +523,8 @@ done:
 static PyObject *metadata_column(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     PyObject *insts, *by_text, *by_value, *frames, *make, *unread, *out, *key = NULL, *s_text = NULL,
              *s_decoded = NULL;
-    PyTypeObject *type;
-    Py_ssize_t n, i;
+    PyTypeObject *type, *inst_type = NULL;
+    Py_ssize_t n, i, text_offset = 0, decoded_offset = 0;
     (void)self;
     if (nargs != 7 || !PyList_Check(args[0]) || !PyDict_Check(args[1]) || !PyDict_Check(args[2])
         || !PyDict_Check(args[3]) || !PyType_Check(args[4])
@@ -519,10 +551,16 @@ static PyObject *metadata_column(PyObject *self, PyObject *const *args, Py_ssize
     if (key == NULL || s_text == NULL || s_decoded == NULL) {
         goto fail;
     }
+    if (n > 0) { /* (the first instruction's class: every row's, as a rule) */
+        inst_type = Py_TYPE(PyList_GET_ITEM(insts, 0));
+        Py_INCREF(inst_type);
+        text_offset = slot_offset(inst_type, s_text);
+        decoded_offset = slot_offset(inst_type, s_decoded);
+    }
     for (i = 0; i < n; i++) {
         PyObject *inst = PyList_GET_ITEM(insts, i), *text, *decoded, *md, *value;
         int status;
-        text = PyObject_GetAttr(inst, s_text);
+        text = read_slot(inst, inst_type, text_offset, s_text);
         if (text == NULL) {
             goto fail;
         }
@@ -538,7 +576,7 @@ static PyObject *metadata_column(PyObject *self, PyObject *const *args, Py_ssize
             PyList_SET_ITEM(out, i, Py_None);
             continue;
         }
-        decoded = PyObject_GetAttr(inst, s_decoded);
+        decoded = read_slot(inst, inst_type, decoded_offset, s_decoded);
         if (decoded == NULL) {
             Py_DECREF(text);
             goto fail;
@@ -619,11 +657,13 @@ static PyObject *metadata_column(PyObject *self, PyObject *const *args, Py_ssize
     Py_DECREF(key);
     Py_DECREF(s_text);
     Py_DECREF(s_decoded);
+    Py_XDECREF(inst_type);
     return out;
 fail:
     Py_XDECREF(key);
     Py_XDECREF(s_text);
     Py_XDECREF(s_decoded);
+    Py_XDECREF(inst_type);
     Py_DECREF(out);
     return NULL;
 }

@@ -143,3 +143,28 @@ def test_mixed_decoders_read_one_by_one() -> None:
                       '  ROOT %p = f32[8]{0} parameter(0), metadata={op_name="a" stack_frame_id=1}\n}\n')
     column = metadata_column(a + b)
     assert column[0].source_file == "/src/model.py" and column[1].source_file == ""
+
+
+def test_instructions_of_another_class_are_read_by_their_attributes(compiled) -> None:
+    """The C reader reads ``attribute_text`` straight from the slot of the first instruction's class; a row of
+    another class (here a subclass whose ``attribute_text`` is a property) is read through its attribute."""
+    from hloscope.hlo import HloInstruction
+
+    text = ('HloModule m\n\nENTRY %e (p: f32[8]) -> f32[8] {\n'
+            '  %p = f32[8]{0} parameter(0), metadata={op_name="first"}\n'
+            '  ROOT %n = f32[8]{0} negate(%p), metadata={op_name="second"}\n}\n')
+    insts = _instructions(text)
+
+    class Other(HloInstruction):
+        __slots__ = ()
+
+        @property
+        def attribute_text(self):  # noqa: ANN202 - shadows the slot
+            return ', metadata={op_name="third"}'
+
+    other = object.__new__(Other)
+    for slot in HloInstruction.__slots__:  # (every slot set, attribute_text too: the property must win)
+        if hasattr(insts[1], slot):
+            HloInstruction.__dict__[slot].__set__(other, getattr(insts[1], slot))
+    read = _c_reading(compiled, [insts[0], other, insts[1]])
+    assert [md.op_name for md in read] == ["first", "third", "second"]
