@@ -511,7 +511,11 @@ static inline PyObject *read_slot(PyObject *inst, PyTypeObject *type, Py_ssize_t
     return PyObject_GetAttr(inst, name);
 }
 
-/* metadata_column(insts, by_text, by_value, frames, metadata_type, make, unread) -> list
+/* metadata_column(insts, by_text, by_value, frames, metadata_type, make, unread[, decoder]) -> list
+ *                  | (list, rows left unread) | None
+ *
+ * With ``decoder``: None when a row's ``_decoder`` is not that object (rows of several parses: the caller reads
+ * each row's property), else the list and how many of its rows are ``unread``.
  *
  * Decoder.metadata_column's reading, one pass over the instructions: an empty attribute text has no metadata
  * (None); an instruction already decoded (its _decoded not None) gets unread (the caller asks the property); a
@@ -523,14 +527,15 @@ static inline PyObject *read_slot(PyObject *inst, PyTypeObject *type, Py_ssize_t
 static PyObject *metadata_column(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     PyObject *insts, *by_text, *by_value, *frames, *make, *unread, *out, *key = NULL, *s_text = NULL,
              *s_decoded = NULL;
+    PyObject *decoder = nargs == 8 ? args[7] : NULL, *s_decoder = NULL;
     PyTypeObject *type, *inst_type = NULL;
-    Py_ssize_t n, i, text_offset = 0, decoded_offset = 0;
+    Py_ssize_t n, i, text_offset = 0, decoded_offset = 0, decoder_offset = 0, unread_rows = 0;
     (void)self;
-    if (nargs != 7 || !PyList_Check(args[0]) || !PyDict_Check(args[1]) || !PyDict_Check(args[2])
+    if ((nargs != 7 && nargs != 8) || !PyList_Check(args[0]) || !PyDict_Check(args[1]) || !PyDict_Check(args[2])
         || !PyDict_Check(args[3]) || !PyType_Check(args[4])
         || !PyType_IsSubtype((PyTypeObject *)args[4], &PyTuple_Type)) {
         PyErr_SetString(PyExc_TypeError, "metadata_column(insts: list, by_text: dict, by_value: dict, frames: dict, "
-                                         "metadata_type: type[tuple], make, unread)");
+                                         "metadata_type: type[tuple], make, unread[, decoder])");
         return NULL;
     }
     insts = args[0];
@@ -548,7 +553,8 @@ static PyObject *metadata_column(PyObject *self, PyObject *const *args, Py_ssize
     key = PyUnicode_InternFromString("metadata");
     s_text = PyUnicode_InternFromString("attribute_text");
     s_decoded = PyUnicode_InternFromString("_decoded");
-    if (key == NULL || s_text == NULL || s_decoded == NULL) {
+    s_decoder = decoder != NULL ? PyUnicode_InternFromString("_decoder") : NULL;
+    if (key == NULL || s_text == NULL || s_decoded == NULL || (decoder != NULL && s_decoder == NULL)) {
         goto fail;
     }
     if (n > 0) { /* (the first instruction's class: every row's, as a rule) */
@@ -556,6 +562,20 @@ static PyObject *metadata_column(PyObject *self, PyObject *const *args, Py_ssize
         Py_INCREF(inst_type);
         text_offset = slot_offset(inst_type, s_text);
         decoded_offset = slot_offset(inst_type, s_decoded);
+        decoder_offset = decoder != NULL ? slot_offset(inst_type, s_decoder) : 0;
+    }
+    for (i = 0; decoder != NULL && i < n; i++) { /* (every row parsed by that decoder: else None) */
+        PyObject *own = read_slot(PyList_GET_ITEM(insts, i), inst_type, decoder_offset, s_decoder);
+        if (own == NULL) {
+            goto fail;
+        }
+        Py_DECREF(own); /* (compared by identity only) */
+        if (own != decoder) {
+            Py_DECREF(out);
+            out = Py_None;
+            Py_INCREF(out);
+            goto finish;
+        }
     }
     for (i = 0; i < n; i++) {
         PyObject *inst = PyList_GET_ITEM(insts, i), *text, *decoded, *md, *value;
@@ -568,6 +588,7 @@ static PyObject *metadata_column(PyObject *self, PyObject *const *args, Py_ssize
             Py_DECREF(text);
             Py_INCREF(unread);
             PyList_SET_ITEM(out, i, unread);
+            unread_rows++;
             continue;
         }
         if (PyUnicode_GET_LENGTH(text) == 0) {
@@ -586,6 +607,7 @@ static PyObject *metadata_column(PyObject *self, PyObject *const *args, Py_ssize
             Py_DECREF(text);
             Py_INCREF(unread);
             PyList_SET_ITEM(out, i, unread);
+            unread_rows++;
             continue;
         }
         {   /* No "metadata" in the text: no metadata (read_value's first answer), without hashing the text or
@@ -644,6 +666,7 @@ static PyObject *metadata_column(PyObject *self, PyObject *const *args, Py_ssize
             Py_DECREF(text);
             Py_INCREF(unread);
             PyList_SET_ITEM(out, i, unread);
+            unread_rows++;
             continue;
         }
         if (PyDict_SetItem(by_text, text, md) < 0) {
@@ -654,15 +677,22 @@ static PyObject *metadata_column(PyObject *self, PyObject *const *args, Py_ssize
         Py_DECREF(text);
         PyList_SET_ITEM(out, i, md);
     }
+    if (decoder != NULL) { /* (with the decoder: the column and how many rows it left unread) */
+        PyObject *pair = Py_BuildValue("(Nn)", out, unread_rows);
+        out = pair;
+    }
+finish:
     Py_DECREF(key);
     Py_DECREF(s_text);
     Py_DECREF(s_decoded);
+    Py_XDECREF(s_decoder);
     Py_XDECREF(inst_type);
     return out;
 fail:
     Py_XDECREF(key);
     Py_XDECREF(s_text);
     Py_XDECREF(s_decoded);
+    Py_XDECREF(s_decoder);
     Py_XDECREF(inst_type);
     Py_DECREF(out);
     return NULL;
@@ -674,7 +704,7 @@ static PyMethodDef methods[] = {
     {"metadata_fields", (PyCFunction)(void (*)(void))metadata_fields, METH_FASTCALL,
      "metadata_fields(value) -> 5 field texts: see hloscope.parsers._attribute_value.py_metadata_fields."},
     {"metadata_column", (PyCFunction)(void (*)(void))metadata_column, METH_FASTCALL,
-     "metadata_column(insts, by_text, by_value, frames, metadata_type, make, unread) -> list: see\n"
+     "metadata_column(insts, by_text, by_value, frames, metadata_type, make, unread[, decoder]) -> list: see\n"
      "hloscope.parsers._hlo_decode.Decoder.metadata_column."},
     {NULL, NULL, 0, NULL},
 };
@@ -685,4 +715,12 @@ static struct PyModuleDef module = {
     NULL, NULL, NULL, NULL,
 };
 
-PyMODINIT_FUNC PyInit__attribute_scan(void) { return PyModule_Create(&module); }
+/* ABI: the interface version (hloscope._compiled.ABI): 1 since metadata_column takes the decoder (then checks every
+ * row's and gives the count of rows left unread). */
+PyMODINIT_FUNC PyInit__attribute_scan(void) {
+    PyObject *m = PyModule_Create(&module);
+    if (m != NULL && PyModule_AddIntConstant(m, "ABI", 1) < 0) {
+        Py_CLEAR(m);
+    }
+    return m;
+}

@@ -9,7 +9,7 @@ into the frames a ``metadata={stack_frame_id=N}`` resolves to.
 from __future__ import annotations
 
 from itertools import compress, count, repeat
-from operator import attrgetter, is_
+from operator import attrgetter, is_, is_not
 from typing import Any
 
 from hloscope._compiled import PURE_PYTHON, compiled
@@ -112,8 +112,9 @@ class Decoder(ParserBase):
         self.metadata_by_text[text] = md
         return md
 
-    def metadata_column(self, insts: list[HloInstruction]) -> list[Metadata | None]:
-        """``[inst.metadata for inst in insts]`` for instructions this decoder decodes (``metadata_column``): one
+    def metadata_column(self, insts: list[HloInstruction]) -> list[Metadata | None] | None:
+        """``[inst.metadata for inst in insts]`` for instructions this decoder decodes (``metadata_column``;
+        None when one of them is another decoder's -- rows of another parse --, checked in the same pass): one
         pass reads each row as ``metadata_of`` would, each distinct text once (kept in ``metadata_by_text``; an
         empty text has no metadata), in C where the extension was built (``_attribute_scan.metadata_column``;
         ``py_metadata_column`` is its specification), and the rows it leaves (a text only a full decode can
@@ -121,11 +122,19 @@ class Decoder(ParserBase):
         ``<decoded>``) go through the property."""
         column = c_metadata_column
         if column is None or PURE_PYTHON:
+            if any(map(is_not, map(_DECODER, insts), repeat(self))):
+                return None
             out = self.py_metadata_column(insts)
+            unread = _UNREAD in out
         else:
-            out = column(insts, self.metadata_by_text, self.metadata, self.frames, Metadata, self._metadata, _UNREAD)
-        for k in list(compress(count(), map(is_, out, repeat(_UNREAD)))):
-            out[k] = insts[k].metadata
+            found = column(insts, self.metadata_by_text, self.metadata, self.frames, Metadata, self._metadata, _UNREAD,
+                           self)
+            if found is None:
+                return None
+            out, unread = found
+        if unread:
+            for k in list(compress(count(), map(is_, out, repeat(_UNREAD)))):
+                out[k] = insts[k].metadata
         return out
 
     def py_metadata_column(self, insts: list[HloInstruction]) -> list:
@@ -211,11 +220,9 @@ def metadata_column(insts: list[HloInstruction]) -> list[Metadata | None]:
     """``[inst.metadata for inst in insts]``: in bulk (``Decoder.metadata_column``: each distinct attribute text
     read once; the ops table reads every row's, issue #16) where the instructions were all parsed by one
     ``Decoder``, else one by one. The same objects as the properties give, in order."""
-    decoders = set(map(_DECODER, insts))
-    decoder = decoders.pop() if len(decoders) == 1 else None
-    if isinstance(decoder, Decoder):
-        return decoder.metadata_column(insts)
-    return [inst.metadata for inst in insts]
+    decoder = _DECODER(insts[0]) if insts else None
+    out = decoder.metadata_column(insts) if isinstance(decoder, Decoder) else None
+    return out if out is not None else [inst.metadata for inst in insts]
 
 
 def resolve_stack_frames(tables: dict[str, dict[int, str]]) -> dict[int, StackFrame]:

@@ -168,3 +168,22 @@ def test_instructions_of_another_class_are_read_by_their_attributes(compiled) ->
             HloInstruction.__dict__[slot].__set__(other, getattr(insts[1], slot))
     read = _c_reading(compiled, [insts[0], other, insts[1]])
     assert [md.op_name for md in read] == ["first", "third", "second"]
+
+
+def test_given_the_decoder_every_row_is_checked_and_unread_rows_counted(compiled) -> None:
+    """With the decoder as eighth argument the reader answers None when a row is another parse's (the decoder's
+    memos would read it wrongly: each parse has its own stack frames), else the column and how many rows it left
+    unread -- here a row decoded already, whose metadata only the property tells."""
+    a = _instructions(f"HloModule a\n{_FRAMES}\nENTRY %e (p: f32[8]) -> f32[8] {{\n"
+                      '  %p = f32[8]{0} parameter(0), metadata={op_name="a" stack_frame_id=1}\n'
+                      '  ROOT %n = f32[8]{0} negate(%p), metadata={op_name="n"}\n}\n')
+    b = _instructions("HloModule b\n\nENTRY %e (p: f32[8]) -> f32[8] {\n"
+                      '  ROOT %p = f32[8]{0} parameter(0), metadata={op_name="b"}\n}\n')
+    decoder = a[0]._decoder
+    args = (decoder.metadata_by_text, decoder.metadata, decoder.frames, Metadata, decoder._metadata,
+            _hlo_decode._UNREAD, decoder)
+    assert compiled(a + b, *args) is None and compiled(b, *args) is None
+    a[1].attributes  # (decoded now: its kept text is the placeholder)
+    column, unread = compiled(a, *args)
+    assert unread == 1 and column[1] is _hlo_decode._UNREAD and column[0].source_file == "/src/model.py"
+    assert [md.op_name for md in metadata_column(a)] == ["a", "n"]
