@@ -409,8 +409,18 @@ class _RowLookups:
         from hloscope.roofline.score import calls_matmul, op_dtype, result_dtype
 
         dtypes = _Categories([])
-        codes = np.array([dtypes.code(result_dtype(shape)) for shape in self._distinct_shapes], dtype=np.intp)[
-            self.shape_codes]
+        of_type: dict = {}  # (an array's result_dtype is its element type's: read once per type)
+        shape_codes = []
+        for shape in self._distinct_shapes:
+            element_type = shape.element_type
+            if element_type in ("tuple", "token", "opaque"):
+                shape_codes.append(dtypes.code(result_dtype(shape)))
+                continue
+            code = of_type.get(element_type)
+            if code is None:
+                code = of_type[element_type] = dtypes.code(result_dtype(shape))
+            shape_codes.append(code)
+        codes = np.array(shape_codes, dtype=np.intp)[self.shape_codes]
         found: dict = {}
         module = self.module
         shape_readers: dict = {}  # computation name -> its shape_of (a module's rows are a few computations')
@@ -423,7 +433,9 @@ class _RowLookups:
                 computation = self.rows[k].computation
                 shape_of = shape_readers.get(computation)
                 if shape_of is None:
-                    shape_of = shape_readers[computation] = module.computation(computation).shape_of
+                    comp = module.computation(computation)
+                    comp.name_index()  # (made once: shape_of then reads one dict, not the names one by one)
+                    shape_of = shape_readers[computation] = comp.shape_of
                 operand_shapes = tuple(map(shape_of, inst.operands[:2]))
                 key = (opcode, *map(id, operand_shapes), id(inst.shape))  # (the parser shares one Shape a text)
                 dtype = found.get(key)
