@@ -367,29 +367,19 @@ static PyObject *metadata_fields(PyObject *self, PyObject *const *args, Py_ssize
     return fields_of(args[0]);
 }
 
-/* A quoted field without its quotes (what r.unquote gives when the body holds no backslash), an unquoted one as
- * it is (new references); NULL without an error when the body holds a backslash (the caller's make() reads it). */
-static PyObject *plain_text(PyObject *field) {
-    Py_ssize_t n = PyUnicode_GET_LENGTH(field);
-    if (n == 0 || PyUnicode_READ_CHAR(field, 0) != '"') {
-        Py_INCREF(field);
-        return field;
-    }
-    if (PyUnicode_FindChar(field, '\\', 0, n, 1) >= 0) {
-        return NULL;
-    }
-    return PyUnicode_Substring(field, 1, n - 1); /* (text[1:-1]: "" for '"' alone) */
-}
-
-/* int(field) for "" (0) or up to 18 ASCII digits; -1 for any other text (the caller's make() reads it). */
-static long long plain_int(PyObject *field) {
-    Py_ssize_t n = PyUnicode_GET_LENGTH(field), i;
+/* The Metadata of a metadata value (new reference), as Decoder._metadata makes it; make(value) where a field
+ * is not plain (an escape in a string, a number not plain digits). Kept in by_value. */
+/* int() of the field [a, b) of text, read in place: 0 for "", the number for up to 18 ASCII digits; -1 for any
+ * other text (the caller's make() reads it). */
+static long long plain_int_at(PyObject *text, Py_ssize_t a, Py_ssize_t b) {
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
     long long v = 0;
-    if (n > 18) {
+    if (b - a > 18) {
         return -1;
     }
-    for (i = 0; i < n; i++) {
-        Py_UCS4 c = PyUnicode_READ_CHAR(field, i);
+    for (; a < b; a++) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, a);
         if (c < '0' || c > '9') {
             return -1;
         }
@@ -398,21 +388,37 @@ static long long plain_int(PyObject *field) {
     return v;
 }
 
-/* The Metadata of a metadata value (new reference), as Decoder._metadata makes it; make(value) where a field
- * is not plain (an escape in a string, a number not plain digits). Kept in by_value. */
-static PyObject *metadata_of_value(PyObject *value, PyObject *by_value, PyObject *frames, PyTypeObject *type,
-                                   PyObject *make) {
-    PyObject *fields, *texts[3] = {NULL}, *md = NULL, *file = NULL, *line_obj = NULL, *frame_obj = NULL;
-    long long line, frame;
-    int k;
-    fields = fields_of(value);
-    if (fields == NULL) {
+/* The field [a, b) of text as Decoder._metadata reads it (new reference): a quoted field without its quotes (what
+ * r.unquote gives when the body holds no backslash), an unquoted one as it is; NULL without an error when a quoted
+ * body holds a backslash (the caller's make() reads it). */
+static PyObject *plain_text_at(PyObject *text, Py_ssize_t a, Py_ssize_t b) {
+    if (b == a || PyUnicode_READ_CHAR(text, a) != '"') {
+        return PyUnicode_Substring(text, a, b);
+    }
+    if (PyUnicode_FindChar(text, '\\', a, b, 1) >= 0) {
         return NULL;
     }
-    line = plain_int(PyTuple_GET_ITEM(fields, 3));
-    frame = plain_int(PyTuple_GET_ITEM(fields, 4));
+    return PyUnicode_Substring(text, a + 1, b - 1 > a + 1 ? b - 1 : a + 1); /* (text[1:-1]: "" for '"' alone) */
+}
+
+static PyObject *metadata_of_value(PyObject *value, PyObject *by_value, PyObject *frames, PyTypeObject *type,
+                                   PyObject *make) {
+    PyObject *texts[3] = {NULL}, *md = NULL, *file = NULL, *line_obj = NULL, *frame_obj = NULL;
+    Py_ssize_t starts[N_METADATA_KEYS], ends[N_METADATA_KEYS];
+    long long line, frame;
+    int k;
+    for (k = 0; k < N_METADATA_KEYS; k++) {
+        starts[k] = ends[k] = 0;
+    }
+    if (PyUnicode_KIND(value) == PyUnicode_1BYTE_KIND) { /* (the fields fields_of would cut, as spans) */
+        metadata_scan(PyUnicode_1BYTE_KIND, PyUnicode_DATA(value), PyUnicode_GET_LENGTH(value), starts, ends);
+    } else {
+        metadata_scan(PyUnicode_KIND(value), PyUnicode_DATA(value), PyUnicode_GET_LENGTH(value), starts, ends);
+    }
+    line = plain_int_at(value, starts[3], ends[3]);
+    frame = plain_int_at(value, starts[4], ends[4]);
     for (k = 0; k < 3 && line >= 0 && frame >= 0; k++) {
-        texts[k] = plain_text(PyTuple_GET_ITEM(fields, k));
+        texts[k] = plain_text_at(value, starts[k], ends[k]);
         if (texts[k] == NULL) {
             if (PyErr_Occurred()) {
                 goto done;
@@ -470,7 +476,6 @@ static PyObject *metadata_of_value(PyObject *value, PyObject *by_value, PyObject
         Py_CLEAR(md);
     }
 done:
-    Py_DECREF(fields);
     for (k = 0; k < 3; k++) {
         Py_XDECREF(texts[k]);
     }
