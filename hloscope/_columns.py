@@ -26,7 +26,7 @@ here (``column_list``, ``column_array``, ``dtype_kinds``, ``head_records``) take
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from functools import cache, lru_cache, partial
 from typing import TYPE_CHECKING, Any
 
@@ -34,8 +34,55 @@ if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
 
-__all__ = ["CodedStrings", "ColumnTable", "as_frame", "column_array", "column_codes", "column_list", "dtype_kinds",
-           "frame_from_columns", "head_records", "kept_table", "table_from_columns"]
+__all__ = ["CodedStrings", "ColumnTable", "StringCodes", "as_frame", "column_array", "column_codes", "column_list",
+           "dtype_kinds", "frame_from_columns", "head_records", "kept_table", "object_array", "table_from_columns"]
+
+
+class StringCodes:
+    """Distinct strings numbered in the order first seen (``code``): the categories of a ``CodedStrings`` column
+    (``roofline.tables``), and the string table the XSpace reader codes names with (``parsers._xspace_plane``).
+
+    Attributes:
+        values: the string of each code.
+    """
+
+    __slots__ = ("values", "_index")
+
+    def __init__(self, values: Iterable[str] = ()) -> None:
+        self.values: list[str] = list(values)
+        self._index: dict[str, int] = dict(zip(self.values, range(len(self.values))))
+
+    def code(self, s: str) -> int:
+        """The code of ``s``, numbered now if it is new."""
+        c = self._index.get(s)
+        if c is None:
+            c = self._index[s] = len(self.values)
+            self.values.append(s)
+        return c
+
+    def get(self, s: str) -> int | None:
+        """The code of ``s`` if it was numbered, else None."""
+        return self._index.get(s)
+
+    def codes(self, strings: Iterable[str]) -> np.ndarray:
+        """``int32`` array of the codes of an iterable of strings."""
+        import numpy as np
+
+        code = self.code
+        return np.fromiter((code(s) for s in strings), np.int32)
+
+    def array(self) -> np.ndarray:
+        """``values`` as an object array (a ``CodedStrings``' categories)."""
+        return object_array(self.values)
+
+
+def object_array(values: list) -> np.ndarray:
+    """``values`` as a one-dimensional numpy object array (``np.array`` would make strings a unicode array)."""
+    import numpy as np
+
+    out = np.empty(len(values), dtype=object)
+    out[:] = values
+    return out
 
 
 class CodedStrings:

@@ -329,20 +329,26 @@ ALWAYS_INLINE void metadata_scan(int kind, const void *data, Py_ssize_t n, Py_ss
     }
 }
 
-/* The tuple of py_metadata_fields(text) (new reference). */
-static PyObject *fields_of(PyObject *text) {
-    PyObject *out;
-    Py_ssize_t starts[N_METADATA_KEYS], ends[N_METADATA_KEYS];
-    int k, kind;
+/* The spans of the METADATA_KEYS fields of a metadata value ([0, 0) for a key it lacks), one metadata_scan (made
+ * for 1-byte text apart: the usual kind, its reads then inlined as such). */
+static void field_spans(PyObject *text, Py_ssize_t *starts, Py_ssize_t *ends) {
+    int k, kind = PyUnicode_KIND(text);
     for (k = 0; k < N_METADATA_KEYS; k++) {
         starts[k] = ends[k] = 0;
     }
-    kind = PyUnicode_KIND(text);
     if (kind == PyUnicode_1BYTE_KIND) {
         metadata_scan(PyUnicode_1BYTE_KIND, PyUnicode_DATA(text), PyUnicode_GET_LENGTH(text), starts, ends);
     } else {
         metadata_scan(kind, PyUnicode_DATA(text), PyUnicode_GET_LENGTH(text), starts, ends);
     }
+}
+
+/* The tuple of py_metadata_fields(text) (new reference). */
+static PyObject *fields_of(PyObject *text) {
+    PyObject *out;
+    Py_ssize_t starts[N_METADATA_KEYS], ends[N_METADATA_KEYS];
+    int k;
+    field_spans(text, starts, ends);
     out = PyTuple_New(N_METADATA_KEYS);
     if (out == NULL) {
         return NULL;
@@ -367,8 +373,6 @@ static PyObject *metadata_fields(PyObject *self, PyObject *const *args, Py_ssize
     return fields_of(args[0]);
 }
 
-/* The Metadata of a metadata value (new reference), as Decoder._metadata makes it; make(value) where a field
- * is not plain (an escape in a string, a number not plain digits). Kept in by_value. */
 /* int() of the field [a, b) of text, read in place: 0 for "", the number for up to 18 ASCII digits; -1 for any
  * other text (the caller's make() reads it). */
 static long long plain_int_at(PyObject *text, Py_ssize_t a, Py_ssize_t b) {
@@ -401,20 +405,15 @@ static PyObject *plain_text_at(PyObject *text, Py_ssize_t a, Py_ssize_t b) {
     return PyUnicode_Substring(text, a + 1, b - 1 > a + 1 ? b - 1 : a + 1); /* (text[1:-1]: "" for '"' alone) */
 }
 
+/* The Metadata of a metadata value (new reference), as Decoder._metadata makes it; make(value) where a field
+ * is not plain (an escape in a string, a number not plain digits). Kept in by_value. */
 static PyObject *metadata_of_value(PyObject *value, PyObject *by_value, PyObject *frames, PyTypeObject *type,
                                    PyObject *make) {
     PyObject *texts[3] = {NULL}, *md = NULL, *file = NULL, *line_obj = NULL, *frame_obj = NULL;
     Py_ssize_t starts[N_METADATA_KEYS], ends[N_METADATA_KEYS];
     long long line, frame;
     int k;
-    for (k = 0; k < N_METADATA_KEYS; k++) {
-        starts[k] = ends[k] = 0;
-    }
-    if (PyUnicode_KIND(value) == PyUnicode_1BYTE_KIND) { /* (the fields fields_of would cut, as spans) */
-        metadata_scan(PyUnicode_1BYTE_KIND, PyUnicode_DATA(value), PyUnicode_GET_LENGTH(value), starts, ends);
-    } else {
-        metadata_scan(PyUnicode_KIND(value), PyUnicode_DATA(value), PyUnicode_GET_LENGTH(value), starts, ends);
-    }
+    field_spans(value, starts, ends);
     line = plain_int_at(value, starts[3], ends[3]);
     frame = plain_int_at(value, starts[4], ends[4]);
     for (k = 0; k < 3 && line >= 0 && frame >= 0; k++) {

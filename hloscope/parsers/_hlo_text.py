@@ -84,6 +84,8 @@ def _not_fused(matches: list[tuple[str, ...]]) -> bool:
     if opcodes.count("parameter") != 1:
         return False
     return _G3(matches[opcodes.index("parameter")]).startswith("(")
+
+
 _OPERANDS = attrgetter("operands")
 _CALLED_COMPUTATIONS = attrgetter("called_computations")
 _INSTRUCTIONS = attrgetter("instructions")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from hloscope._columns import StringCodes
 from hloscope.parsers._xspace_names import (
     STAT_CORRELATION_ID,
     STAT_DEVICE_ORDINAL,
@@ -74,43 +75,11 @@ class _Codes:
         return c
 
 
-class _Strings:
+class _Strings(StringCodes):
     """Strings interned as ``int32`` codes (in order of first sight) over one whole read: several planes, and
-    several files in ``read_xspace_events``, so that codes from different planes can be concatenated as is.
+    several files in ``read_xspace_events``, so that codes from different planes can be concatenated as is."""
 
-    Attributes:
-        values: the string of each code.
-    """
-
-    def __init__(self) -> None:
-        self.values: list[str] = []
-        self._index: dict[str, int] = {}
-
-    def code(self, s: str) -> int:
-        c = self._index.get(s)
-        if c is None:
-            c = self._index[s] = len(self.values)
-            self.values.append(s)
-        return c
-
-    def get(self, s: str) -> int | None:
-        """The code of ``s`` if it was interned, else None."""
-        return self._index.get(s)
-
-    def codes(self, strings) -> Any:
-        """``int32`` array of the codes of an iterable of strings."""
-        import numpy as np
-
-        code = self.code
-        return np.fromiter((code(s) for s in strings), np.int32)
-
-    def array(self) -> Any:
-        """The values as a 1-D object array (``array()[codes]`` turns codes back into strings)."""
-        import numpy as np
-
-        out = np.empty(len(self.values), object)
-        out[:] = self.values
-        return out
+    __slots__ = ()
 
 
 class _PlaneOps:

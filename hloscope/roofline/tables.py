@@ -15,8 +15,8 @@ from itertools import compress
 from operator import add, attrgetter
 from typing import TYPE_CHECKING, Mapping
 
-from hloscope._columns import (CodedStrings, column_array, column_codes, column_list, frame_from_columns,
-                               table_from_columns)
+from hloscope._columns import (CodedStrings, StringCodes, column_array, column_codes, column_list,
+                               frame_from_columns, object_array, table_from_columns)
 from hloscope._compiled import PURE_PYTHON, compiled
 
 if TYPE_CHECKING:
@@ -281,9 +281,9 @@ def _module_columns(mc: ModuleCost, chip: ChipSpec, per_chip: int, measured: Map
     critical = np.array([p[0] / chip.hbm_bytes_per_s for p in peaks], dtype=float)[dtype_codes]
     # bound: "compute" where the compute time is the roofline time and not 0, else "memory" (score(): a tie
     # goes to compute, no time at all to memory); caveats: "peak-fallback" where the dtype has no peak of its own.
-    bounds = _Categories(["memory", "compute"])
+    bounds = StringCodes(["memory", "compute"])
     bound = ((roofline_s != 0.0) & (roofline_s == compute_s)).astype(np.intp)
-    caveat_names = _Categories([])
+    caveat_names = StringCodes()
     caveats = np.array([caveat_names.code("peak-fallback" if p[1] else "") for p in peaks], dtype=np.intp)[
         dtype_codes]
     # The other rows through score() itself, once per distinct (cost, dtype) -- a collective repeats layer after
@@ -312,20 +312,20 @@ def _module_columns(mc: ModuleCost, chip: ChipSpec, per_chip: int, measured: Map
             target[others] = np.array(values, dtype=kind)[taken]
     # (each distinct metadata object described once: the decoder makes one per distinct metadata text)
     metadata_codes, distinct = _identity_coded(metadata_column(insts))
-    op_names = _object_array([md.op_name if md else "" for md in distinct])
-    sources = _object_array([md.source if md else "" for md in distinct])
+    op_names = object_array([md.op_name if md else "" for md in distinct])
+    sources = object_array([md.source if md else "" for md in distinct])
     opcode_codes, opcode_names = _coded(opcodes)  # (by value: the parser makes an opcode string a row)
     comm_codes, comm_names = _identity_coded(comm_kinds)
     out = {
-        "module": CodedStrings(np.zeros(count, dtype=np.intp), _object_array([mname])),
+        "module": CodedStrings(np.zeros(count, dtype=np.intp), object_array([mname])),
         "computation": computations, "instruction": names,
-        "opcode": CodedStrings(opcode_codes, _object_array(opcode_names)),
+        "opcode": CodedStrings(opcode_codes, object_array(opcode_names)),
         "category": lookups.categories(opcode_codes, opcode_names),
         "op_name": CodedStrings(metadata_codes, op_names), "source": CodedStrings(metadata_codes, sources),
         "executions": n, "flops": flops_f * n, "transcendentals": trans_f * n,
         "hbm_bytes": hbm_f * n, "hbm_read_bytes": reads_f * n, "hbm_write_bytes": writes_f * n,
-        "wire_bytes": comms_f * n, "comm_kind": CodedStrings(comm_codes, _object_array(comm_names)),
-        "group_size": group_sizes, "dtype": CodedStrings(dtype_codes, _object_array(dtype_names)),
+        "wire_bytes": comms_f * n, "comm_kind": CodedStrings(comm_codes, object_array(comm_names)),
+        "group_size": group_sizes, "dtype": CodedStrings(dtype_codes, object_array(dtype_names)),
         "intensity": intensity, "critical_intensity": critical, "compute_s": compute_s * n,
         "memory_s": memory_s * n, "comm_s": comm_s * n, "roofline_s": roofline_s * n,
         "bound": CodedStrings(bound, bounds.array()), "caveats": CodedStrings(caveats, caveat_names.array()),
@@ -408,7 +408,7 @@ class _RowLookups:
 
         from hloscope.roofline.score import calls_matmul, op_dtype, result_dtype
 
-        dtypes = _Categories([])
+        dtypes = StringCodes()
         of_type: dict = {}  # (an array's result_dtype is its element type's: read once per type)
         shape_codes = []
         for shape in self._distinct_shapes:
@@ -447,14 +447,14 @@ class _RowLookups:
                 if dtype is None:
                     dtype = found[key] = op_dtype(inst, module)
             codes[k] = dtypes.code(dtype)
-        return codes, dtypes.names
+        return codes, dtypes.values
 
     def categories(self, opcode_codes: np.ndarray, opcode_names: list[str]) -> CodedStrings:
         """``category(inst, module)`` of each row, from the rows' opcodes as codes."""
         import numpy as np
 
         one_each = dict(zip(self.opcodes, self.insts))  # (an instruction of each opcode: the last one)
-        names = _Categories([])
+        names = StringCodes()
         codes = np.array([names.code(category(one_each[op], self.module)) if op != "fusion" else -1
                           for op in opcode_names], dtype=np.intp)[opcode_codes]
         module = self.module
@@ -466,27 +466,7 @@ class _RowLookups:
 
     def shape_texts(self) -> CodedStrings:
         """``str(inst.shape)`` of each row."""
-        return CodedStrings(self.shape_codes, _object_array([str(shape) for shape in self._distinct_shapes]))
-
-
-class _Categories:
-    """Distinct strings numbered in the order first asked for (``code``): a ``CodedStrings``' categories."""
-
-    __slots__ = ("names", "_index")
-
-    def __init__(self, names: list[str]) -> None:
-        self.names = list(names)
-        self._index = dict(zip(self.names, range(len(self.names))))
-
-    def code(self, name: str) -> int:
-        found = self._index.get(name)
-        if found is None:
-            found = self._index[name] = len(self.names)
-            self.names.append(name)
-        return found
-
-    def array(self) -> np.ndarray:
-        return _object_array(self.names)
+        return CodedStrings(self.shape_codes, object_array([str(shape) for shape in self._distinct_shapes]))
 
 
 def _coded(values: list) -> tuple[np.ndarray, list]:
@@ -530,15 +510,6 @@ def _identity_coded(values: list) -> tuple[np.ndarray, list]:
 
     codes, distinct = (py_identity_codes if PURE_PYTHON else c_identity_codes() or py_identity_codes)(values)
     return np.frombuffer(codes, dtype=np.intp), distinct
-
-
-def _object_array(values: list) -> np.ndarray:
-    """``values`` as a one-dimensional numpy object array (``np.array`` would make strings a unicode array)."""
-    import numpy as np
-
-    out = np.empty(len(values), dtype=object)
-    out[:] = values
-    return out
 
 
 #: Opcodes whose dtype or category reads more than the opcode and result shape: matmuls (operand types, called
@@ -594,7 +565,7 @@ def modules_frame(costs: list[ModuleCost], ops: ColumnTable | pd.DataFrame, chip
             return values if whole else values[mine]
 
         measured = step_s.get(name, math.nan) if step_s else math.nan
-        by_dtype = _grouped(dtype_col, dtype_codes, flops_col, whole, mine)
+        by_dtype = _grouped(dtype_col, dtype_codes, column(flops_col), whole, mine)
         dtype = "bf16"
         if by_dtype:
             top = max(sorted(by_dtype), key=by_dtype.__getitem__)  # (max keeps the first: idxmax's choice)
@@ -605,7 +576,7 @@ def modules_frame(costs: list[ModuleCost], ops: ColumnTable | pd.DataFrame, chip
         known = ~np.isnan(roof)
         if np.isnan(times).all():
             times = roof
-        by_bound = _grouped(bound_col, bound_codes, times, whole, mine, values_taken=True)
+        by_bound = _grouped(bound_col, bound_codes, times, whole, mine)
         module_mfu = mfu(mc.flops, measured, chip, dtype)
         flags = set(mc.flags)
         if module_mfu > 1.0:  # faster than the chip's peak: the chip does not fit (or FLOPs are overcounted)
@@ -684,13 +655,10 @@ def group_sums(keys: list, values: list[float]) -> dict:
             if key is not None and key == key}
 
 
-def _grouped(keys: list | None, coded: tuple | None, values, whole: bool, mine: list[int],
-             values_taken: bool = False) -> dict:
+def _grouped(keys: list | None, coded: tuple | None, values, whole: bool, mine: list[int]) -> dict:
     """``group_sums`` of one module's rows (``mine``, or every row when ``whole``) of a key column, read as its
-    list ``keys`` or as its ``coded`` (codes, categories) (``_columns.column_codes``). ``values``: the whole
-    column, or (``values_taken``) the module's rows of it already."""
-    if not whole and not values_taken:
-        values = values[mine]
+    list ``keys`` or as its ``coded`` (codes, categories) (``_columns.column_codes``); ``values``: the module's
+    rows of the summed column."""
     if coded is None:
         return group_sums(keys if whole else [keys[i] for i in mine], values)
     codes, categories = coded

@@ -27,7 +27,7 @@ from itertools import compress, repeat
 from operator import eq, ne, or_
 from typing import TYPE_CHECKING, Iterable
 
-from hloscope._columns import column_codes, column_list
+from hloscope._columns import column_array, column_codes, column_list
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -118,7 +118,7 @@ def _single_module(ops: pd.DataFrame) -> str | None:
     coded = column_codes(ops, "module")
     if coded is None or len(ops) == 0:
         return None
-    codes, categories = coded
+    _, categories = coded
     return categories[0] if len(categories) == 1 else None
 
 
@@ -130,8 +130,6 @@ def _synchronous_exposed(ops: pd.DataFrame, communicating: list[bool]) -> float 
     import math
 
     import numpy as np
-
-    from hloscope._columns import column_array
 
     rows = np.flatnonzero(np.array(communicating, dtype=bool))
     opcodes = column_array(ops, "opcode", object)[rows].tolist()
