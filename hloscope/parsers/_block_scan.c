@@ -531,9 +531,93 @@ static int holds(PyObject *text, PyObject *sub) {
     return at == -2 ? -1 : at >= 0;
 }
 
+/* ---- The names of a body's rows, found by their text: an operand's name is the object of the row it names -----
+ *
+ * read_one indexes the names of a body's rows (group 2) by their characters before building them; an operand name
+ * that names one of them is that row's name object itself, not a new string: no string made and freed per
+ * operand, and its hash is already known when body_checks and the cost walk look it up (both compare the same
+ * object first). Where no row has the name (a name defined nowhere: body_checks fails the body), or the text is
+ * not 1-byte, a new string, as before. Equal strings either way: only their identity differs. */
+
+typedef struct {
+    PyObject *rows;    /* the rows the table indexes (borrowed; NULL: no table) */
+    size_t mask;       /* slots - 1 (slots: a power of two, at least twice the rows) */
+    Py_ssize_t *slots; /* row index + 1 of each slot, 0 when empty */
+} NameTable;
+
+ALWAYS_INLINE size_t span_hash(const Py_UCS1 *p, Py_ssize_t n) {
+    size_t h = 1469598103934665603ULL; /* FNV-1a, 64-bit */
+    Py_ssize_t i;
+    for (i = 0; i < n; i++) {
+        h = (h ^ p[i]) * 1099511628211ULL;
+    }
+    return h;
+}
+
+/* Index the names of rows (a list of block_rows tuples whose names are 1-byte str): 0, or -1 with MemoryError. A
+ * name seen twice keeps its first row (body_checks refuses such a body anyway). */
+static int name_table_build(NameTable *t, PyObject *rows) {
+    Py_ssize_t n = PyList_GET_SIZE(rows), i;
+    size_t slots = 16;
+    while (slots < (size_t)n * 2) {
+        slots <<= 1;
+    }
+    t->rows = NULL;
+    t->slots = PyMem_Calloc(slots, sizeof(Py_ssize_t));
+    if (t->slots == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    t->mask = slots - 1;
+    for (i = 0; i < n; i++) {
+        PyObject *name = PyTuple_GET_ITEM(PyList_GET_ITEM(rows, i), 2);
+        const Py_UCS1 *p = PyUnicode_1BYTE_DATA(name);
+        Py_ssize_t len = PyUnicode_GET_LENGTH(name);
+        size_t at = span_hash(p, len) & t->mask;
+        for (; t->slots[at] != 0; at = (at + 1) & t->mask) {
+            PyObject *other = PyTuple_GET_ITEM(PyList_GET_ITEM(rows, t->slots[at] - 1), 2);
+            if (PyUnicode_GET_LENGTH(other) == len && memcmp(PyUnicode_1BYTE_DATA(other), p, (size_t)len) == 0) {
+                break;
+            }
+        }
+        if (t->slots[at] == 0) {
+            t->slots[at] = i + 1;
+        }
+    }
+    t->rows = rows;
+    return 0;
+}
+
+static void name_table_free(NameTable *t) {
+    PyMem_Free(t->slots);
+    t->slots = NULL;
+    t->rows = NULL;
+}
+
+/* The table of the body read_one is building (NULL outside it): build_rows, called back from Python's loop for
+ * the same rows (rows_into), uses it too. */
+static const NameTable *ACTIVE_NAMES = NULL;
+
+/* text[a:b] (new reference): the name object of the row of t with those characters, when there is one. */
+static PyObject *row_name(const NameTable *t, PyObject *text, Py_ssize_t a, Py_ssize_t b) {
+    if (t != NULL && PyUnicode_KIND(text) == PyUnicode_1BYTE_KIND) {
+        const Py_UCS1 *p = PyUnicode_1BYTE_DATA(text) + a;
+        size_t at = span_hash(p, b - a) & t->mask;
+        for (; t->slots[at] != 0; at = (at + 1) & t->mask) {
+            PyObject *name = PyTuple_GET_ITEM(PyList_GET_ITEM(t->rows, t->slots[at] - 1), 2);
+            if (PyUnicode_GET_LENGTH(name) == b - a && memcmp(PyUnicode_1BYTE_DATA(name), p, (size_t)(b - a)) == 0) {
+                Py_INCREF(name);
+                return name;
+            }
+        }
+    }
+    return PyUnicode_Substring(text, a, b);
+}
+
 /* The ``commas + 1`` names of text from ``start``, each ended by a ',' (or the end) and the next begun ``sep``
  * characters after that ',' (", %": 3; ", ": 2), as a tuple; NULL on error. */
-static PyObject *names_between(PyObject *text, Py_ssize_t start, Py_ssize_t commas, Py_ssize_t sep) {
+static PyObject *names_between(const NameTable *t, PyObject *text, Py_ssize_t start, Py_ssize_t commas,
+                               Py_ssize_t sep) {
     Py_ssize_t n = PyUnicode_GET_LENGTH(text), i, k = 0, from = start;
     int kind = PyUnicode_KIND(text);
     const void *data = PyUnicode_DATA(text);
@@ -543,7 +627,7 @@ static PyObject *names_between(PyObject *text, Py_ssize_t start, Py_ssize_t comm
     }
     for (i = start; i <= n; i++) {
         if (i == n || CH(i) == ',') {
-            PyObject *name = PyUnicode_Substring(text, from, i);
+            PyObject *name = row_name(t, text, from, i);
             if (name == NULL) {
                 Py_DECREF(out);
                 return NULL;
@@ -558,7 +642,7 @@ static PyObject *names_between(PyObject *text, Py_ssize_t start, Py_ssize_t comm
 
 /* ``tuple(text[1:].split(", %"))`` for text starting with '%', when that gives one name per ',' (every ','
  * followed by " %") and text holds no '/'; Py_None (borrowed) when not (Python reads it); NULL on error. */
-static PyObject *split_operands(PyObject *text) {
+static PyObject *split_operands(const NameTable *t, PyObject *text) {
     Py_ssize_t n = PyUnicode_GET_LENGTH(text), commas = 0, i;
     int kind = PyUnicode_KIND(text);
     const void *data = PyUnicode_DATA(text);
@@ -573,7 +657,7 @@ static PyObject *split_operands(PyObject *text) {
             return Py_None;
         }
     }
-    return names_between(text, 1, commas, 3);
+    return names_between(t, text, 1, commas, 3);
 }
 
 /* A character of an operand name as ``_SHAPED_NAME`` reads one: not white space, not one of ``,%(){}[]/``. */
@@ -626,7 +710,7 @@ static Py_ssize_t shaped_item_end(int kind, const void *data, Py_ssize_t n, Py_s
  * ``_SHAPED_OPERANDS`` of _hlo_lexer.py matches whole without its tuple-shaped items, whose names
  * ``operand_list`` reads as ``_SHAPED_NAME``'s matches. Py_None (borrowed) for any other text (a tuple shape, a
  * tiled layout, a comment: operand_list reads it); NULL on error. */
-static PyObject *split_shaped_operands(PyObject *text) {
+static PyObject *split_shaped_operands(const NameTable *t, PyObject *text) {
     Py_ssize_t n = PyUnicode_GET_LENGTH(text), i = 0, end, name_at, items = 0, k = 0;
     int kind = PyUnicode_KIND(text);
     const void *data = PyUnicode_DATA(text);
@@ -652,7 +736,7 @@ static PyObject *split_shaped_operands(PyObject *text) {
     for (i = 0; k < items; k++, i = end + 2) {
         PyObject *name;
         end = shaped_item_end(kind, data, n, i, &name_at);
-        name = PyUnicode_Substring(text, name_at, end);
+        name = row_name(t, text, name_at, end);
         if (name == NULL) {
             Py_DECREF(out);
             return NULL;
@@ -665,7 +749,7 @@ static PyObject *split_shaped_operands(PyObject *text) {
 /* The names of an operand list printed without '%' (``a.1, b.2``): what ``operand_list`` reads when
  * ``_PLAIN_NAMES`` matches the whole text (names of characters other than white space and ``,%(){}[]/``, each
  * ", " apart): ``tuple(text.split(", "))``. Py_None (borrowed) for any other text; NULL on error. */
-static PyObject *split_plain_names(PyObject *text) {
+static PyObject *split_plain_names(const NameTable *t, PyObject *text) {
     Py_ssize_t n = PyUnicode_GET_LENGTH(text), commas = 0, i;
     int kind = PyUnicode_KIND(text);
     const void *data = PyUnicode_DATA(text);
@@ -689,7 +773,7 @@ static PyObject *split_plain_names(PyObject *text) {
             }
         }
     }
-    return names_between(text, 0, commas, 2);
+    return names_between(t, text, 0, commas, 2);
 }
 
 /* ``name_value`` of _hlo_re (text[1:] when it starts with '%') of [a, b) of text; new reference. */
@@ -866,12 +950,12 @@ static int check_call_keys(PyObject *call_keys) {
     return 0;
 }
 
-/* The loop of build_rows over rows[start:] (arguments as build_rows's, checked by the caller): the index of the
- * first row left to Python, or -1 on a Python error. */
+/* The loop of build_rows over rows[start:] (arguments as build_rows's, checked by the caller; names: the rows'
+ * NameTable, or NULL): the index of the first row left to Python, or -1 on a Python error. */
 static Py_ssize_t build_range(PyObject *rows, Py_ssize_t start, Py_ssize_t line, PyObject *shapes, PyObject *known,
                               PyObject *never_calls, PyObject *new, PyObject *decoder, PyObject *out,
                               PyObject *no_calls, PyObject *params, PyObject *root, PyObject *call_keys,
-                              PyObject *roles) {
+                              PyObject *roles, const NameTable *names) {
     Py_ssize_t n, i;
     n = PyList_GET_SIZE(rows);
     for (i = start < 0 ? 0 : start; i < n; i++) {
@@ -913,7 +997,7 @@ static Py_ssize_t build_range(PyObject *rows, Py_ssize_t start, Py_ssize_t line,
         literal = STR_EMPTY;
         number = NULL;
         if (PyUnicode_GET_LENGTH(operand_text) != 0 && PyUnicode_READ_CHAR(operand_text, 0) == '%') {
-            operands = split_operands(operand_text);
+            operands = split_operands(names, operand_text);
             if (operands == NULL) {
                 return -1;
             }
@@ -948,9 +1032,9 @@ static Py_ssize_t build_range(PyObject *rows, Py_ssize_t start, Py_ssize_t line,
             operands = TUPLE_EMPTY;
             Py_INCREF(operands);
         } else {
-            operands = split_shaped_operands(operand_text);
+            operands = split_shaped_operands(names, operand_text);
             if (operands == Py_None) {
-                operands = split_plain_names(operand_text);
+                operands = split_plain_names(names, operand_text);
             }
             if (operands == NULL) {
                 return -1;
@@ -1071,7 +1155,8 @@ static PyObject *build_rows(PyObject *self, PyObject *const *args, Py_ssize_t na
         return NULL;
     }
     i = build_range(args[0], start, line, args[3], args[4], args[5], args[6], args[7], args[8], args[9], args[10],
-                    args[11], args[12], args[13]);
+                    args[11], args[12], args[13],
+                    ACTIVE_NAMES != NULL && ACTIVE_NAMES->rows == args[0] ? ACTIVE_NAMES : NULL);
     return i < 0 ? NULL : PyLong_FromSsize_t(i);
 }
 
@@ -1459,6 +1544,7 @@ static int read_one(PyObject *src, int kind, const void *data, Py_ssize_t length
              *new_computation = args[13], *out = args[14], *rows_into = args[15];
     PyObject *rows = NULL, *insts = NULL, *params = NULL, *root = NULL, *name = NULL, *root_name, *tuple = NULL,
              *shapes_of = NULL, *ln = NULL, *comp = NULL, *index = NULL;
+    NameTable names = {NULL, 0, NULL};
     Py_ssize_t name_a, name_b, end, stop, n, stop_row, after_close;
     int is_entry, plain, r, result = -1;
     if (e - a >= 2 && CH(e - 2) == ' ' && CH(e - 1) == '{'
@@ -1499,8 +1585,14 @@ static int read_one(PyObject *src, int kind, const void *data, Py_ssize_t length
     }
     Py_INCREF(STR_EMPTY);
     PyList_SET_ITEM(root, 0, STR_EMPTY);
+    if (kind == PyUnicode_1BYTE_KIND) { /* (the rows' names are substrings of src: 1-byte too) */
+        if (name_table_build(&names, rows) < 0) {
+            goto done;
+        }
+        ACTIVE_NAMES = &names;
+    }
     stop_row = build_range(rows, 0, line + 1, shapes, known, never_calls, new, decoder, insts, no_calls, params, root,
-                           call_keys, roles);
+                           call_keys, roles, names.rows != NULL ? &names : NULL);
     if (stop_row < 0) {
         goto done;
     }
@@ -1565,6 +1657,8 @@ static int read_one(PyObject *src, int kind, const void *data, Py_ssize_t length
     *after_line = line + 1 + n + 1;
     result = 1;
 done:
+    ACTIVE_NAMES = NULL;
+    name_table_free(&names);
     Py_XDECREF(rows);
     Py_XDECREF(insts);
     Py_XDECREF(params);
