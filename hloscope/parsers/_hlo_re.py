@@ -243,11 +243,22 @@ def parse_shape(text: str) -> Shape:
     text = text.strip()
     if "/" in text:
         text = _COMMENT.sub("", text)
+    if text.startswith("(") and _FLAT_TUPLE.fullmatch(text):  # (a loop state: hundreds of arrays, one pass)
+        return Shape("tuple", tuple_shapes=tuple([_array_shape(m.group()) for m in
+                                                  ARRAY_SHAPE_LOOSE.finditer(text, 1, len(text) - 1)]))
     shape, pos = _shape_at(text, 0)
     if text[pos:].strip():
         raise ValueError(f"unexpected {text[pos:pos + 20]!r} after shape")
     return shape
 
+
+#: A tuple of one or more array shapes and nothing else: the items ``_shape_at`` reads one by one, matched in one
+#: step. Each item is atomic (``(?>...)``: ``ARRAY_SHAPE_LOOSE``'s own match at that point, as ``_shape_at`` takes
+#: it, never a shorter one the rest of the pattern would settle for), between the white space ``_shape_at`` skips;
+#: an item can only begin with a letter, so ``finditer`` over the text inside the parentheses finds exactly these
+#: items. Anything else (``()``, a trailing ',', a nested tuple, a buffer ``b(...)``) goes to ``_shape_at``.
+_FLAT_TUPLE: Final = re.compile(r"\([ \t\n]*(?>{0})(?:[ \t\n]*,[ \t\n]*(?>{0}))*[ \t\n]*\)".format(
+    ARRAY_SHAPE_LOOSE.pattern))
 
 #: Deepest tuple nesting read (real shapes nest a few levels; this bounds the recursion on hostile input).
 MAX_NESTING: Final = 100
