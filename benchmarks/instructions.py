@@ -29,7 +29,7 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from benchmarks.analyze import CORPUS_MODULES  # noqa: E402
+from benchmarks.analyze import corpus_files  # noqa: E402
 
 _CHILD = """
 import operator, os, sys
@@ -75,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     if shutil.which("valgrind") is None:
         print("instructions.py: valgrind is not on PATH", file=sys.stderr)
         return 2
-    paths = args.hlo or [p for end in CORPUS_MODULES for p in sorted(args.corpus.glob(f"hlo_*/*{end}"))[:1]]
+    paths = args.hlo or corpus_files(args.corpus)
     if not paths:
         print(f"instructions.py: no HLO files (corpus {args.corpus} absent?)", file=sys.stderr)
         return 2

@@ -554,37 +554,43 @@ ALWAYS_INLINE size_t span_hash(const Py_UCS1 *p, Py_ssize_t n) {
     return h;
 }
 
-/* Index the names of rows (a list of block_rows tuples whose names are 1-byte str): 0, or -1 with MemoryError. A
- * name seen twice keeps its first row (body_checks refuses such a body anyway). */
+/* The name (group 2) of row i of t's rows (borrowed). */
+#define ROW_NAME(t, i) PyTuple_GET_ITEM(PyList_GET_ITEM((t)->rows, (i)), 2)
+
+/* The slot of the name [p, p + len): the one holding a row of that name, else the empty one where it would go. */
+static size_t name_slot(const NameTable *t, const Py_UCS1 *p, Py_ssize_t len) {
+    size_t at = span_hash(p, len) & t->mask;
+    for (; t->slots[at] != 0; at = (at + 1) & t->mask) {
+        PyObject *name = ROW_NAME(t, t->slots[at] - 1);
+        if (PyUnicode_GET_LENGTH(name) == len && memcmp(PyUnicode_1BYTE_DATA(name), p, (size_t)len) == 0) {
+            break;
+        }
+    }
+    return at;
+}
+
+/* Index the names of rows (a list of block_rows tuples whose names are 1-byte str): 0, or -1 with MemoryError
+ * (t then indexes nothing). A name seen twice keeps its first row (body_checks refuses such a body anyway). */
 static int name_table_build(NameTable *t, PyObject *rows) {
     Py_ssize_t n = PyList_GET_SIZE(rows), i;
     size_t slots = 16;
     while (slots < (size_t)n * 2) {
         slots <<= 1;
     }
-    t->rows = NULL;
     t->slots = PyMem_Calloc(slots, sizeof(Py_ssize_t));
     if (t->slots == NULL) {
         PyErr_NoMemory();
         return -1;
     }
     t->mask = slots - 1;
+    t->rows = rows;
     for (i = 0; i < n; i++) {
-        PyObject *name = PyTuple_GET_ITEM(PyList_GET_ITEM(rows, i), 2);
-        const Py_UCS1 *p = PyUnicode_1BYTE_DATA(name);
-        Py_ssize_t len = PyUnicode_GET_LENGTH(name);
-        size_t at = span_hash(p, len) & t->mask;
-        for (; t->slots[at] != 0; at = (at + 1) & t->mask) {
-            PyObject *other = PyTuple_GET_ITEM(PyList_GET_ITEM(rows, t->slots[at] - 1), 2);
-            if (PyUnicode_GET_LENGTH(other) == len && memcmp(PyUnicode_1BYTE_DATA(other), p, (size_t)len) == 0) {
-                break;
-            }
-        }
+        PyObject *name = ROW_NAME(t, i);
+        size_t at = name_slot(t, PyUnicode_1BYTE_DATA(name), PyUnicode_GET_LENGTH(name));
         if (t->slots[at] == 0) {
             t->slots[at] = i + 1;
         }
     }
-    t->rows = rows;
     return 0;
 }
 
@@ -601,14 +607,11 @@ static const NameTable *ACTIVE_NAMES = NULL;
 /* text[a:b] (new reference): the name object of the row of t with those characters, when there is one. */
 static PyObject *row_name(const NameTable *t, PyObject *text, Py_ssize_t a, Py_ssize_t b) {
     if (t != NULL && PyUnicode_KIND(text) == PyUnicode_1BYTE_KIND) {
-        const Py_UCS1 *p = PyUnicode_1BYTE_DATA(text) + a;
-        size_t at = span_hash(p, b - a) & t->mask;
-        for (; t->slots[at] != 0; at = (at + 1) & t->mask) {
-            PyObject *name = PyTuple_GET_ITEM(PyList_GET_ITEM(t->rows, t->slots[at] - 1), 2);
-            if (PyUnicode_GET_LENGTH(name) == b - a && memcmp(PyUnicode_1BYTE_DATA(name), p, (size_t)(b - a)) == 0) {
-                Py_INCREF(name);
-                return name;
-            }
+        size_t at = name_slot(t, PyUnicode_1BYTE_DATA(text) + a, b - a);
+        if (t->slots[at] != 0) {
+            PyObject *name = ROW_NAME(t, t->slots[at] - 1);
+            Py_INCREF(name);
+            return name;
         }
     }
     return PyUnicode_Substring(text, a, b);
