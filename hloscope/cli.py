@@ -172,16 +172,23 @@ def _report(args: argparse.Namespace, one_shot: bool = False) -> int:
         if child is not None:
             child.cancel()
         raise
-    if child is not None:
+
+    def take_child_footprints() -> None:
         footprints = child.result()
         if footprints is not None:
             report._use_memory(footprints)
+
     if one_shot:
         from hloscope._gc import frozen_at_exit
 
         frozen_at_exit()  # (the analysis lives to the end of the process: see main)
-    if args.format == "json":
-        _emit(report._json_pieces() + ["\n"], args.output)  # (not joined: a copy of tens of MB)
+    if args.format == "json":  # (the ops printed while the child ends its footprints: Report._json_pieces)
+        try:
+            pieces = report._json_pieces(take_child_footprints if child is not None else None)
+        finally:
+            if child is not None:
+                child.cancel()  # (collected by then, unless printing failed first)
+        _emit(pieces + ["\n"], args.output)  # (not joined: a copy of tens of MB)
     elif args.format == "csv":
         _emit(report.to_csv(), args.output)
     elif args.format == "html":

@@ -80,6 +80,29 @@ class Rows:
         return [dict(zip(self.keys, row)) for row in zip(*map(listed, self.columns))]
 
 
+class Printed:
+    """A value of a document printed ahead of the document (``printed_ahead``): ``dumps_indent1`` and
+    ``pieces_indent1`` put its pieces where the value stands, when it stands at the indentation ``level`` it was
+    printed for (else they print ``value`` there as usual)."""
+
+    __slots__ = ("value", "level", "pieces")
+
+    def __init__(self, value: Any, level: int, pieces: list[str | bytes]) -> None:
+        self.value, self.level, self.pieces = value, level, pieces
+
+
+def printed_ahead(value: Any, level: int) -> Any:
+    """``value`` printed now, as ``pieces_indent1`` would print it where it stands at indentation ``level`` (a
+    value of a top-level dict stands at level 1), for a document made later: a ``Printed``, or ``value`` itself
+    where printing it raised (the document then raises where that value stands, in ``json.dumps``'s order)."""
+    out = _WriterPieces()
+    try:
+        _emit(value, level, out, set())
+    except Exception:  # noqa: BLE001 - raised again, in its place, when the document is printed
+        return value
+    return Printed(value, level, list(out))
+
+
 def listed(column: Any) -> list[Any]:
     """A column of ``Rows`` as a list: a list as it is; a float64 array's values as Python floats, NaN and
     infinities as None."""
@@ -137,6 +160,13 @@ def _emit(obj: Any, level: int, out: list[str], markers: set[int]) -> None:
         _emit_list(obj, level, out, markers)
     elif type(obj) is Rows:
         _emit_rows(obj, level, out, markers)
+    elif type(obj) is Printed:
+        if obj.level != level:
+            _emit(obj.value, level, out, markers)
+        elif type(out) is _WriterPieces:
+            out.extend(obj.pieces)
+        else:  # (dumps_indent1 joins str: a table's bytes are ASCII)
+            out.extend(p if type(p) is str else p.decode("ascii") for p in obj.pieces)
     else:  # (anything else: json.dumps's own answer, a TypeError for most)
         out.append(json.dumps(obj, indent=1, allow_nan=False).replace("\n", "\n" + " " * level))
 

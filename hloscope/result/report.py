@@ -15,6 +15,8 @@ from hloscope.errors import ReportSchemaError
 from hloscope.result.assertions import ReportAssertions
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     import pandas as pd
 
     from hloscope.memory import MemoryFootprint
@@ -173,11 +175,31 @@ class Report(ReportAssertions):
         ``compiled_for``."""
         return self._document(tables_as_rows=False)
 
-    def _document(self, tables_as_rows: bool) -> dict[str, Any]:
+    def _document(self, tables_as_rows: bool, ahead: dict[str, Any] | None = None) -> dict[str, Any]:
         """``to_dict``; with ``tables_as_rows``, the tables as ``result._json_text.Rows`` (their columns), which
-        ``dumps_indent1`` prints as the lists of dicts without the dicts being made (``to_json``)."""
+        ``dumps_indent1`` prints as the lists of dicts without the dicts being made (``to_json``). ``ahead``: the
+        values of some keys made already (``_json_pieces``)."""
         from hloscope.roofline.chips import chip_to_dict
 
+        ahead = ahead or {}
+        memory = [fp.to_dict() for fp in self.memory]  # first: it fills the modules' peak_bytes
+        return {
+            "schema": SCHEMA,
+            "chip": chip_to_dict(self.chip),
+            "modules": _records(self.table("modules"), rows=tables_as_rows),
+            "ops": ahead["ops"] if "ops" in ahead else self._ops_records(tables_as_rows),
+            "coverage": self.coverage,
+            "notes": self.notes,
+            "compiled_for": self.compiled_for,
+            "memory": memory,
+            "advice": ahead["advice"] if "advice" in ahead else _records(self._advice_table(), rows=tables_as_rows),
+            "steps": _records(self.steps, rows=tables_as_rows) if self.steps is not None else [],
+            "gaps": _records(self.gaps, rows=tables_as_rows) if self.gaps is not None else [],
+            "stragglers": _records(self.stragglers, rows=tables_as_rows) if self.stragglers is not None else [],
+        }
+
+    def _ops_records(self, tables_as_rows: bool) -> Any:
+        """The document's ``ops``: ``_records`` of the ops table, each row's ``caveats`` a list of its flags."""
         def caveat_list(caveats: str | None) -> list[str]:
             return [f for f in caveats.split(",") if f] if caveats else []
 
@@ -190,22 +212,8 @@ class Report(ReportAssertions):
                 found = lists[caveats] = caveat_list(caveats)
             return found
 
-        memory = [fp.to_dict() for fp in self.memory]  # first: it fills the modules' peak_bytes
-        return {
-            "schema": SCHEMA,
-            "chip": chip_to_dict(self.chip),
-            "modules": _records(self.table("modules"), rows=tables_as_rows),
-            "ops": _records(self.table("ops"), convert={"caveats": shared_caveat_list if tables_as_rows else caveat_list},
-                            rows=tables_as_rows),
-            "coverage": self.coverage,
-            "notes": self.notes,
-            "compiled_for": self.compiled_for,
-            "memory": memory,
-            "advice": _records(self._advice_table(), rows=tables_as_rows),
-            "steps": _records(self.steps, rows=tables_as_rows) if self.steps is not None else [],
-            "gaps": _records(self.gaps, rows=tables_as_rows) if self.gaps is not None else [],
-            "stragglers": _records(self.stragglers, rows=tables_as_rows) if self.stragglers is not None else [],
-        }
+        return _records(self.table("ops"), convert={"caveats": shared_caveat_list if tables_as_rows else caveat_list},
+                        rows=tables_as_rows)
 
     def to_json(self, indent: int | None = 1) -> str:
         if indent == 1:  # (the default: the same text as json.dumps(self.to_dict()), printed faster from the
@@ -215,11 +223,21 @@ class Report(ReportAssertions):
             return dumps_indent1(self._document(tables_as_rows=True))
         return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
 
-    def _json_pieces(self) -> list[str | bytes]:
-        """``to_json()`` in pieces, for a writer (``hloscope report --format json``; ``_json_text.pieces_indent1``)."""
-        from hloscope.result._json_text import pieces_indent1
+    def _json_pieces(self, before_memory: Callable[[], object] | None = None) -> list[str | bytes]:
+        """``to_json()`` in pieces, for a writer (``hloscope report --format json``; ``_json_text.pieces_indent1``).
 
-        return pieces_indent1(self._document(tables_as_rows=True))
+        ``before_memory``: called once the parts of the document that do not depend on the memory footprints
+        (the ops and advice tables) are printed, before the footprints are read: ``hloscope report`` collects the
+        footprints its child computed on the other core there (``hloscope.memory.forked``), so that this
+        printing overlaps the child's work instead of following it. The text is the same either way."""
+        from hloscope.result._json_text import pieces_indent1, printed_ahead
+
+        ahead = None
+        if before_memory is not None:
+            ahead = {"ops": printed_ahead(self._ops_records(True), 1),
+                     "advice": printed_ahead(_records(self._advice_table(), rows=True), 1)}
+            before_memory()
+        return pieces_indent1(self._document(tables_as_rows=True, ahead=ahead))
 
     def to_csv(self) -> str:
         return self.ops.to_csv(index=False)

@@ -283,3 +283,38 @@ def test_report_to_json_prints_the_tables_from_their_columns(path):
     with_rows = report._document(tables_as_rows=True)
     assert isinstance(with_rows["ops"], Rows) and with_rows["ops"].records() == doc["ops"]
     assert report.to_json() == _reference(doc)
+
+
+def test_a_value_printed_ahead_prints_as_in_its_place():
+    from hloscope.result._json_text import Printed, pieces_indent1, printed_ahead
+
+    table = Rows(["a", "b"], [[1.5] * 9, ["x"] * 9], 9)
+    doc = {"n": 1, "ops": [{"k": [1, 2]}, 3], "table": table}
+    expected = _reference({"n": 1, "ops": [{"k": [1, 2]}, 3], "table": table.records()})
+    ahead = dict(doc, ops=printed_ahead(doc["ops"], 1), table=printed_ahead(table, 1))
+    assert isinstance(ahead["table"], Printed) and isinstance(ahead["ops"], Printed)
+    assert dumps_indent1(ahead) == expected
+    assert "".join(p if isinstance(p, str) else p.decode("ascii") for p in pieces_indent1(ahead)) == expected
+    # Printed for another indentation than where it ends up: printed again there.
+    assert dumps_indent1({"outer": {"inner": printed_ahead(table, 1)}}) == _reference(
+        {"outer": {"inner": table.records()}})
+
+
+def test_a_value_that_cannot_be_printed_ahead_raises_in_its_place():
+    from hloscope.result._json_text import printed_ahead
+
+    bad = [math.nan]
+    assert printed_ahead(bad, 1) is bad
+    with pytest.raises(ValueError):
+        dumps_indent1({"a": printed_ahead(bad, 1)})
+
+
+def test_json_pieces_read_the_memory_after_printing_the_tables_ahead():
+    import hloscope
+
+    report = hloscope.analyze(ROOT / "fixtures" / "hlo" / "cpu_mlp_1dev.hlo.txt", chip="h100")
+    expected = hloscope.analyze(ROOT / "fixtures" / "hlo" / "cpu_mlp_1dev.hlo.txt", chip="h100").to_json()
+    seen = []
+    pieces = report._json_pieces(lambda: seen.append(report._memory))
+    assert seen == [None]  # (called once, before the footprints were computed)
+    assert "".join(p if isinstance(p, str) else p.decode("ascii") for p in pieces) == expected
