@@ -21,6 +21,7 @@
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <stdint.h>
 #include <string.h>
 #include <structmember.h>
 
@@ -283,11 +284,125 @@ static int second_equals(int kind, const void *data, Py_ssize_t i, Py_ssize_t e)
     return string_equals || dict_equals;
 }
 
+/* A hash of the characters [p, p + n), eight at a time (a multiply and shift a word, then one byte at a time for
+ * the rest, and a final mix so that the low bits, which pick the slot, depend on every character). */
+ALWAYS_INLINE size_t span_hash(const Py_UCS1 *p, Py_ssize_t n) {
+    uint64_t h = 0x9E3779B97F4A7C15ULL ^ (uint64_t)n, w;
+    for (; n >= 8; p += 8, n -= 8) {
+        memcpy(&w, p, 8);
+        h = (h ^ w) * 0xFF51AFD7ED558CCDULL;
+        h ^= h >> 32;
+    }
+    for (; n > 0; p++, n--) {
+        h = (h ^ *p) * 0x100000001B3ULL;
+    }
+    h = (h ^ (h >> 33)) * 0xC4CEB9FE1A85EC53ULL;
+    return (size_t)(h ^ (h >> 29));
+}
+
+/* ---- One string object per distinct shape text and opcode of a read ------------------------------------------
+ *
+ * read_computations makes the shape text and the opcode of a row (groups 3 and 4) through a table of the strings
+ * it made for them before, found by their characters: a module prints a few hundred distinct shapes and opcodes
+ * over tens of thousands of rows, so most rows make no string for them, and the dict and set lookups that follow
+ * (the parse's shapes, the known opcodes, the cost walk's and the tables' memos) meet strings whose hash is
+ * known. Equal strings either way: only their identity differs. The table lives for one read_computations call. */
+
+typedef struct {
+    size_t mask;      /* slots - 1 (slots: a power of two, at least twice the strings; 0 with no slots yet) */
+    size_t used;
+    PyObject **slots; /* the strings (strong references), NULL where empty */
+    size_t *hashes;   /* span_hash of each slot's string */
+} StringTable;
+
+static void string_table_free(StringTable *t) {
+    size_t i;
+    if (t->slots != NULL) {
+        for (i = 0; i <= t->mask; i++) {
+            Py_XDECREF(t->slots[i]);
+        }
+    }
+    PyMem_Free(t->slots);
+    PyMem_Free(t->hashes);
+    t->slots = NULL;
+    t->hashes = NULL;
+    t->mask = t->used = 0;
+}
+
+/* Room for one more string: 0, or -1 with MemoryError (the table is left as it was). */
+static int string_table_room(StringTable *t) {
+    size_t slots = t->slots == NULL ? 256 : (t->mask + 1) * 2, i, at;
+    PyObject **grown;
+    size_t *hashes;
+    if (t->slots != NULL && (t->used + 1) * 2 <= t->mask + 1) {
+        return 0;
+    }
+    grown = PyMem_Calloc(slots, sizeof(PyObject *));
+    hashes = PyMem_Calloc(slots, sizeof(size_t));
+    if (grown == NULL || hashes == NULL) {
+        PyMem_Free(grown);
+        PyMem_Free(hashes);
+        PyErr_NoMemory();
+        return -1;
+    }
+    if (t->slots != NULL) {
+        for (i = 0; i <= t->mask; i++) {
+            if (t->slots[i] != NULL) {
+                for (at = t->hashes[i] & (slots - 1); grown[at] != NULL; at = (at + 1) & (slots - 1)) {
+                }
+                grown[at] = t->slots[i];
+                hashes[at] = t->hashes[i];
+            }
+        }
+    }
+    PyMem_Free(t->slots);
+    PyMem_Free(t->hashes);
+    t->slots = grown;
+    t->hashes = hashes;
+    t->mask = slots - 1;
+    return 0;
+}
+
+/* src[a:b] (new reference; src 1-byte): the table's string with those characters, made and kept on first use.
+ * Without a table (t NULL), a new string. */
+static PyObject *table_string(StringTable *t, PyObject *src, const Py_UCS1 *data, Py_ssize_t a, Py_ssize_t b) {
+    size_t h, at;
+    PyObject *made;
+    if (t == NULL || b - a < 2) { /* (the empty and 1-character strings are Python's own singletons) */
+        return PyUnicode_Substring(src, a, b);
+    }
+    h = span_hash(data + a, b - a);
+    if (t->slots != NULL) {
+        for (at = h & t->mask; t->slots[at] != NULL; at = (at + 1) & t->mask) {
+            PyObject *s = t->slots[at];
+            if (t->hashes[at] == h && PyUnicode_GET_LENGTH(s) == b - a
+                && memcmp(PyUnicode_1BYTE_DATA(s), data + a, (size_t)(b - a)) == 0) {
+                Py_INCREF(s);
+                return s;
+            }
+        }
+    }
+    if (string_table_room(t) < 0) {
+        return NULL;
+    }
+    made = PyUnicode_Substring(src, a, b);
+    if (made == NULL) {
+        return NULL;
+    }
+    for (at = h & t->mask; t->slots[at] != NULL; at = (at + 1) & t->mask) {
+    }
+    Py_INCREF(made);
+    t->slots[at] = made;
+    t->hashes[at] = h;
+    t->used++;
+    return made;
+}
+
 /* Scan the lines from `pos` to the first that starts with '}' (before `length`): append a row per line to `rows`.
  * Returns the position of that '}', -1 when there are no rows to give (the caller returns None), -2 on a Python
  * error. */
 ALWAYS_INLINE Py_ssize_t scan(int kind, const void *data, PyObject *src, Py_ssize_t pos, Py_ssize_t length,
-                              PyObject *rows) {
+                              PyObject *rows, StringTable *strings) {
     Py_ssize_t a = pos;
     Py_ssize_t quotes = 0;
     Spans g;
@@ -327,7 +442,9 @@ ALWAYS_INLINE Py_ssize_t scan(int kind, const void *data, PyObject *src, Py_ssiz
                 return -2;
             }
             for (k = 0; k < N_GROUPS; k++) {
-                PyObject *part = PyUnicode_Substring(src, g.start[k], g.end[k]);
+                PyObject *part = (k == 3 || k == 4) && strings != NULL
+                                     ? table_string(strings, src, data, g.start[k], g.end[k])
+                                     : PyUnicode_Substring(src, g.start[k], g.end[k]);
                 if (part == NULL) {
                     Py_DECREF(row);
                     return -2;
@@ -382,13 +499,13 @@ static PyObject *block_rows(PyObject *self, PyObject *const *args, Py_ssize_t na
     }
     switch (kind) {
     case PyUnicode_1BYTE_KIND:
-        stop = scan(PyUnicode_1BYTE_KIND, data, src, pos, length, rows);
+        stop = scan(PyUnicode_1BYTE_KIND, data, src, pos, length, rows, NULL);
         break;
     case PyUnicode_2BYTE_KIND:
-        stop = scan(PyUnicode_2BYTE_KIND, data, src, pos, length, rows);
+        stop = scan(PyUnicode_2BYTE_KIND, data, src, pos, length, rows, NULL);
         break;
     default:
-        stop = scan(PyUnicode_4BYTE_KIND, data, src, pos, length, rows);
+        stop = scan(PyUnicode_4BYTE_KIND, data, src, pos, length, rows, NULL);
         break;
     }
     if (stop < 0) {
@@ -544,15 +661,6 @@ typedef struct {
     size_t mask;       /* slots - 1 (slots: a power of two, at least twice the rows) */
     Py_ssize_t *slots; /* row index + 1 of each slot, 0 when empty */
 } NameTable;
-
-ALWAYS_INLINE size_t span_hash(const Py_UCS1 *p, Py_ssize_t n) {
-    size_t h = 1469598103934665603ULL; /* FNV-1a, 64-bit */
-    Py_ssize_t i;
-    for (i = 0; i < n; i++) {
-        h = (h ^ p[i]) * 1099511628211ULL;
-    }
-    return h;
-}
 
 /* The name (group 2) of row i of t's rows (borrowed). */
 #define ROW_NAME(t, i) PyTuple_GET_ITEM(PyList_GET_ITEM((t)->rows, (i)), 2)
@@ -1540,8 +1648,8 @@ static int one_tuple_parameter(int kind, const void *data, Py_ssize_t j, Py_ssiz
 /* One computation from its header line [a, e) (src[e] == '\n', on line `line`): 1 with it appended to out and
  * *after / *after_line set, 0 when it is left to Python, -1 on error. */
 static int read_one(PyObject *src, int kind, const void *data, Py_ssize_t length, Py_ssize_t a, Py_ssize_t e,
-                    Py_ssize_t line, Py_ssize_t max_lines, PyObject *const *args, Py_ssize_t *after,
-                    Py_ssize_t *after_line) {
+                    Py_ssize_t line, Py_ssize_t max_lines, PyObject *const *args, StringTable *strings,
+                    Py_ssize_t *after, Py_ssize_t *after_line) {
     PyObject *shapes = args[4], *parse_shape = args[5], *known = args[6], *never_calls = args[7], *new = args[8],
              *decoder = args[9], *no_calls = args[10], *call_keys = args[11], *roles = args[12],
              *new_computation = args[13], *out = args[14], *rows_into = args[15];
@@ -1571,7 +1679,10 @@ static int read_one(PyObject *src, int kind, const void *data, Py_ssize_t length
     if (rows == NULL) {
         return -1;
     }
-    if (scan(kind, data, src, e + 1, length, rows) != stop) { /* (-2: an error; -1: a row Python reads) */
+    /* (1-byte text, nearly always, read by a scan compiled for it: no test of the kind a character) */
+    if ((kind == PyUnicode_1BYTE_KIND ? scan(PyUnicode_1BYTE_KIND, data, src, e + 1, length, rows, strings)
+                                      : scan(kind, data, src, e + 1, length, rows, NULL))
+        != stop) { /* (-2: an error; -1: a row Python reads) */
         result = PyErr_Occurred() ? -1 : 0;
         goto done;
     }
@@ -1680,6 +1791,7 @@ static PyObject *read_computations(PyObject *self, PyObject *const *args, Py_ssi
     Py_ssize_t pos, line, max_lines, length;
     int kind;
     const void *data;
+    StringTable strings = {0, 0, NULL, NULL};
     (void)self;
     if (nargs != 16 || !PyUnicode_Check(args[0]) || !PyDict_Check(args[4]) || !PyAnySet_Check(args[6])
         || !PyAnySet_Check(args[7]) || !PyTuple_Check(args[11]) || !PyDict_Check(args[12])
@@ -1745,14 +1857,17 @@ static PyObject *read_computations(PyObject *self, PyObject *const *args, Py_ssi
         } else {
             e = PyUnicode_FindChar(src, '\n', a, length, 1);
             if (e == -2) {
+                string_table_free(&strings);
                 return NULL;
             }
         }
         if (e < 0) {
             break;
         }
-        r = read_one(src, kind, data, length, a, e, a_line, max_lines, args, &after, &after_line);
+        r = read_one(src, kind, data, length, a, e, a_line, max_lines, args,
+                     kind == PyUnicode_1BYTE_KIND ? &strings : NULL, &after, &after_line);
         if (r < 0) {
+            string_table_free(&strings);
             return NULL;
         }
         if (r == 0) {
@@ -1761,6 +1876,7 @@ static PyObject *read_computations(PyObject *self, PyObject *const *args, Py_ssi
         pos = after;
         line = after_line;
     }
+    string_table_free(&strings);
     return Py_BuildValue("(nn)", pos, line);
 }
 

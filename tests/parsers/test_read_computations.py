@@ -204,3 +204,22 @@ def test_blank_lines_and_errors_after(monkeypatch, reader) -> None:
     text = _FUSED.replace("\n\n", "\n\n\n  \n") + "\n\n}\n"
     (kind, message), _ = _both(monkeypatch, reader, text)
     assert kind == "error" and message.startswith("<string>:20:1: ")  # (13 lines, 4 blank ones added, 2 after)
+
+
+def test_one_string_per_distinct_shape_text_and_opcode(monkeypatch, reader) -> None:
+    """The reader makes one string object per distinct shape text and opcode of a read (a table of them, grown
+    as it fills: 3,000 distinct shapes here), equal to the parser's own strings."""
+    lines = [f"  %p{k} = f32[{k + 1}]{{0}} parameter({k})" for k in range(3000)]
+    lines += [f"  %n{k} = f32[{k + 1}]{{0}} negate(%p{k})" for k in range(3000)]
+    lines.append("  ROOT %t = (f32[1]{0}, f32[2]{0}) tuple(%n0, %n1)")
+    text = ("HloModule m\n\n%other (x: f32[7]) -> f32[7] {\n  %x = f32[7]{0} parameter(0)\n"
+            "  ROOT %y = f32[7]{0} negate(%x)\n}\n\nENTRY %main () -> (f32[1], f32[2]) {\n"
+            + "\n".join(lines) + "\n}\n")
+    (_, _, _, comps), made = _both(monkeypatch, reader, text)
+    assert made == 2
+    monkeypatch.setattr(_hlo_text, "read_computations", reader)
+    m = parse_hlo_text(text)
+    other, entry = m.computation("other"), m.entry
+    assert entry.opcodes[3000] == other.opcodes[1] == "negate" and entry.opcodes[3000] is other.opcodes[1]
+    assert entry.instructions[3006].opcode is entry.instructions[5999].opcode
+    assert entry.instructions[6].shape is entry.instructions[3006].shape  # (one shape per text, as before)
