@@ -329,37 +329,47 @@ static void string_table_free(StringTable *t) {
     t->mask = t->used = 0;
 }
 
+/* The slot of the characters [p, p + len) (hash h) in t (slots allocated): the one holding a string of them, else
+ * the empty one where it would go. */
+static size_t string_slot(const StringTable *t, size_t h, const Py_UCS1 *p, Py_ssize_t len) {
+    size_t at = h & t->mask;
+    for (; t->slots[at] != NULL; at = (at + 1) & t->mask) {
+        PyObject *s = t->slots[at];
+        if (t->hashes[at] == h && PyUnicode_GET_LENGTH(s) == len
+            && memcmp(PyUnicode_1BYTE_DATA(s), p, (size_t)len) == 0) {
+            break;
+        }
+    }
+    return at;
+}
+
 /* Room for one more string: 0, or -1 with MemoryError (the table is left as it was). */
 static int string_table_room(StringTable *t) {
+    StringTable old = *t;
     size_t slots = t->slots == NULL ? 256 : (t->mask + 1) * 2, i, at;
-    PyObject **grown;
-    size_t *hashes;
     if (t->slots != NULL && (t->used + 1) * 2 <= t->mask + 1) {
         return 0;
     }
-    grown = PyMem_Calloc(slots, sizeof(PyObject *));
-    hashes = PyMem_Calloc(slots, sizeof(size_t));
-    if (grown == NULL || hashes == NULL) {
-        PyMem_Free(grown);
-        PyMem_Free(hashes);
+    t->slots = PyMem_Calloc(slots, sizeof(PyObject *));
+    t->hashes = PyMem_Calloc(slots, sizeof(size_t));
+    if (t->slots == NULL || t->hashes == NULL) {
+        PyMem_Free(t->slots);
+        PyMem_Free(t->hashes);
+        *t = old;
         PyErr_NoMemory();
         return -1;
     }
-    if (t->slots != NULL) {
-        for (i = 0; i <= t->mask; i++) {
-            if (t->slots[i] != NULL) {
-                for (at = t->hashes[i] & (slots - 1); grown[at] != NULL; at = (at + 1) & (slots - 1)) {
-                }
-                grown[at] = t->slots[i];
-                hashes[at] = t->hashes[i];
-            }
+    t->mask = slots - 1;
+    for (i = 0; old.slots != NULL && i <= old.mask; i++) {
+        PyObject *s = old.slots[i];
+        if (s != NULL) {
+            at = string_slot(t, old.hashes[i], PyUnicode_1BYTE_DATA(s), PyUnicode_GET_LENGTH(s));
+            t->slots[at] = s;
+            t->hashes[at] = old.hashes[i];
         }
     }
-    PyMem_Free(t->slots);
-    PyMem_Free(t->hashes);
-    t->slots = grown;
-    t->hashes = hashes;
-    t->mask = slots - 1;
+    PyMem_Free(old.slots);
+    PyMem_Free(old.hashes);
     return 0;
 }
 
@@ -372,25 +382,14 @@ static PyObject *table_string(StringTable *t, PyObject *src, const Py_UCS1 *data
         return PyUnicode_Substring(src, a, b);
     }
     h = span_hash(data + a, b - a);
-    if (t->slots != NULL) {
-        for (at = h & t->mask; t->slots[at] != NULL; at = (at + 1) & t->mask) {
-            PyObject *s = t->slots[at];
-            if (t->hashes[at] == h && PyUnicode_GET_LENGTH(s) == b - a
-                && memcmp(PyUnicode_1BYTE_DATA(s), data + a, (size_t)(b - a)) == 0) {
-                Py_INCREF(s);
-                return s;
-            }
-        }
+    if (t->slots != NULL && t->slots[at = string_slot(t, h, data + a, b - a)] != NULL) {
+        Py_INCREF(t->slots[at]);
+        return t->slots[at];
     }
-    if (string_table_room(t) < 0) {
+    if (string_table_room(t) < 0 || (made = PyUnicode_Substring(src, a, b)) == NULL) {
         return NULL;
     }
-    made = PyUnicode_Substring(src, a, b);
-    if (made == NULL) {
-        return NULL;
-    }
-    for (at = h & t->mask; t->slots[at] != NULL; at = (at + 1) & t->mask) {
-    }
+    at = string_slot(t, h, data + a, b - a);
     Py_INCREF(made);
     t->slots[at] = made;
     t->hashes[at] = h;
