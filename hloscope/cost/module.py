@@ -345,6 +345,14 @@ class _Analyzer:
                 self.work_by_structure[structure] = total
         return total
 
+    def keyed(self) -> tuple:
+        """What ``_cost_walk.c``'s ``shared_rows`` (and ``attribute_key_of``) read to make the rows of free and
+        attribute-keyed instructions and to answer ``computation_work`` from its columns memo, in the order that
+        file's top comment gives."""
+        return (FREE_OPCODES, ZERO, keyed_opcodes(), _COLLECTIVES, self.by_attributes, self.work, self.bare_texts,
+                without_metadata, self.computation_work, self.work_by_columns, self.module._by_name,
+                _SMALL_COMPUTATION)
+
     def visit(self, comp: HloComputation, count: float, rows: list[CostRow],
               instructions: Iterable[HloInstruction] | None = None) -> None:
         """Append a row per instruction of ``comp`` (or of ``instructions``, some of them) run ``count``
@@ -366,8 +374,7 @@ class _Analyzer:
         bare = self.bare_texts
         if shared is not None:
             index, shapes = comp.name_index(), comp.shapes
-            keyed = ((FREE_OPCODES, ZERO, keyed_opcodes(), _COLLECTIVES, by_attributes, self.work, bare,
-                      without_metadata, work) if SHARE_ATTRIBUTE_KEYS else None)
+            keyed = self.keyed() if SHARE_ATTRIBUTE_KEYS else None
         k, n = 0, len(instructions)
         while k < n:
             if shared is not None:

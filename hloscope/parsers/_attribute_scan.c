@@ -66,6 +66,26 @@ ALWAYS_INLINE void tally(Py_UCS4 c, Py_ssize_t *counts) {
     }
 }
 
+/* tally over [from, to) (no '"' in it): on one-byte text, each character tested against a table of the six
+ * brackets first (most characters are none). */
+static const unsigned char IS_BRACKET[256] = {['{'] = 1, ['}'] = 1, ['('] = 1, [')'] = 1, ['['] = 1, [']'] = 1};
+
+ALWAYS_INLINE void tally_span(int kind, const void *data, Py_ssize_t from, Py_ssize_t to, Py_ssize_t *counts) {
+    Py_ssize_t i;
+    if (kind == PyUnicode_1BYTE_KIND) {
+        const Py_UCS1 *d = (const Py_UCS1 *)data;
+        for (i = from; i < to; i++) {
+            if (IS_BRACKET[d[i]]) {
+                tally(d[i], counts);
+            }
+        }
+        return;
+    }
+    for (i = from; i < to; i++) {
+        tally(CH(i), counts);
+    }
+}
+
 /* The first ch in [from, to), or -1 (memchr on one-byte text). */
 ALWAYS_INLINE Py_ssize_t find_char(int kind, const void *data, Py_ssize_t from, Py_ssize_t to, Py_UCS4 ch) {
     Py_ssize_t i;
@@ -142,13 +162,10 @@ ALWAYS_INLINE int scan(int kind, const void *data, Py_ssize_t n, int kkind, cons
             return 0; /* a comment */
         }
     }
-    for (i = 0; i < at; i++) {
-        c = CH(i);
-        if (c == '"') {
-            return 0;
-        }
-        tally(c, counts);
+    if (find_char(kind, data, 0, at, '"') >= 0) {
+        return 0;
     }
+    tally_span(kind, data, 0, at, counts);
     if (counts[0] || counts[1] || counts[2]) {
         return 0; /* brackets unbalanced before the key */
     }
@@ -190,25 +207,27 @@ ALWAYS_INLINE int scan(int kind, const void *data, Py_ssize_t n, int kkind, cons
         }
     }
     /* The value without its strings (STRING.sub("", value)): a string left open leaves a '"' behind. */
-    for (i = a; i < b; i++) {
-        c = CH(i);
-        if (c == '"') {
-            i++;
-            for (;;) { /* to the closing '"', a backslash escaping the character after it */
-                Py_ssize_t q = find_char(kind, data, i, b, '"');
-                Py_ssize_t e = find_char(kind, data, i, q < 0 ? b : q, '\\');
-                if (e >= 0) {
-                    i = e + 2;
-                    continue;
-                }
-                if (q < 0) {
-                    return 2; /* not closed */
-                }
-                i = q;
-                break;
+    i = a;
+    for (;;) {
+        Py_ssize_t q = find_char(kind, data, i, b, '"');
+        tally_span(kind, data, i, q < 0 ? b : q, counts); /* (the brackets up to the next string) */
+        if (q < 0) {
+            break;
+        }
+        i = q + 1;
+        for (;;) { /* to the closing '"', a backslash escaping the character after it */
+            Py_ssize_t e;
+            q = find_char(kind, data, i, b, '"');
+            e = find_char(kind, data, i, q < 0 ? b : q, '\\');
+            if (e >= 0) {
+                i = e + 2;
+                continue;
             }
-        } else {
-            tally(c, counts);
+            if (q < 0) {
+                return 2; /* not closed */
+            }
+            i = q + 1;
+            break;
         }
     }
     return (counts[0] || counts[1] || counts[2]) ? 2 : 1;
@@ -294,17 +313,20 @@ ALWAYS_INLINE void metadata_scan(int kind, const void *data, Py_ssize_t n, Py_ss
         j = i + 1;
         if (j < n && CH(j) == '"') { /* a string: any character but '"' and '\', or '\' and one not '\n' */
             j++;
-            while (j < n && (c = CH(j)) != '"') {
-                if (c == '\\') {
-                    if (j + 1 >= n || CH(j + 1) == '\n') {
-                        break;
+            for (;;) { /* (to the next '"' -- unless a '\' comes first: it and the character after it are read) */
+                Py_ssize_t q = find_char(kind, data, j, n, '"');
+                Py_ssize_t e = find_char(kind, data, j, q < 0 ? n : q, '\\');
+                if (e >= 0) {
+                    if (e + 1 >= n || CH(e + 1) == '\n') {
+                        break; /* (no match) */
                     }
-                    j++;
+                    j = e + 2;
+                    continue;
                 }
-                j++;
-            }
-            if (j < n && CH(j) == '"') {
-                value_end = j + 1;
+                if (q >= 0) {
+                    value_end = q + 1;
+                }
+                break;
             }
         }
         if (value_end < 0) { /* else a run of characters that are not white space, ',' or '}' */
@@ -515,6 +537,28 @@ static inline PyObject *read_slot(PyObject *inst, PyTypeObject *type, Py_ssize_t
     return PyObject_GetAttr(inst, name);
 }
 
+/* text.find(key) (-2 on error): on one-byte text a memchr for key's first character and a memcmp of the rest
+ * where it is found (most texts are short -- `dimensions={1}` -- and PyUnicode_Find's setup cost more). */
+static Py_ssize_t find_text(PyObject *text, PyObject *key) {
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text), k = PyUnicode_GET_LENGTH(key), i;
+    if (PyUnicode_KIND(text) == PyUnicode_1BYTE_KIND && PyUnicode_KIND(key) == PyUnicode_1BYTE_KIND && k > 0) {
+        const Py_UCS1 *d = PyUnicode_1BYTE_DATA(text), *kd = PyUnicode_1BYTE_DATA(key);
+        for (i = 0; i + k <= n;) {
+            const Py_UCS1 *p = memchr(d + i, kd[0], (size_t)(n - k + 1 - i));
+            if (p == NULL) {
+                return -1;
+            }
+            i = p - d;
+            if (memcmp(d + i + 1, kd + 1, (size_t)(k - 1)) == 0) {
+                return i;
+            }
+            i++;
+        }
+        return -1;
+    }
+    return PyUnicode_Find(text, key, 0, PY_SSIZE_T_MAX, 1);
+}
+
 /* metadata_column(insts, by_text, by_value, frames, metadata_type, make, unread[, decoder]) -> list
  *                  | (list, rows left unread) | None
  *
@@ -616,7 +660,7 @@ static PyObject *metadata_column(PyObject *self, PyObject *const *args, Py_ssize
         }
         {   /* No "metadata" in the text: no metadata (read_value's first answer), without hashing the text or
              * keeping it (an unfused module's tens of thousands of distinct texts, none with metadata). */
-            Py_ssize_t at = PyUnicode_Find(text, key, 0, PY_SSIZE_T_MAX, 1);
+            Py_ssize_t at = find_text(text, key);
             if (at == -2) {
                 Py_DECREF(text);
                 goto fail;

@@ -641,6 +641,19 @@ static PyObject *make_instruction(PyObject *const *args) {
     return obj;
 }
 
+/* Slot ``k`` of INST_SLOT_NAMES of inst, a new reference: read straight from the slot when inst is an INST_TYPE
+ * (each PyObject_GetAttr ~30 ns: a type lookup, then the descriptor), else by name. NULL with the error. */
+static inline PyObject *inst_slot(PyObject *inst, int k, PyObject *name) {
+    if (Py_TYPE(inst) == INST_TYPE) {
+        PyObject *v = *(PyObject **)((char *)inst + INST_OFFSETS[k]);
+        if (v != NULL) {
+            Py_INCREF(v);
+            return v;
+        }
+    }
+    return PyObject_GetAttr(inst, name);
+}
+
 /* 1 when text holds sub, 0 when not, -1 on error. */
 static int holds(PyObject *text, PyObject *sub) {
     Py_ssize_t at = PyUnicode_Find(text, sub, 0, PyUnicode_GET_LENGTH(text), 1);
@@ -1443,7 +1456,7 @@ static int body_checks(PyObject *insts, PyObject *rows, PyObject **index) {
         ok = 0;
     }
     for (i = 0; ok && i < n; i++) {
-        PyObject *operands = PyObject_GetAttr(PyList_GET_ITEM(insts, i), STR_OPERANDS);
+        PyObject *operands = inst_slot(PyList_GET_ITEM(insts, i), 3, STR_OPERANDS);
         if (operands == NULL) {
             Py_DECREF(names);
             return -1;
@@ -1472,19 +1485,31 @@ static int body_checks(PyObject *insts, PyObject *rows, PyObject **index) {
 }
 
 /* The parameters' shapes, by parameter number (``_computation_end``: a stable sort of params); NULL on error. */
+typedef struct {
+    long number;
+    Py_ssize_t at; /* (its place in the body: the tie-break that makes qsort's order a stable sort's) */
+    PyObject *inst;
+} NumberedParameter;
+
+static int by_number(const void *a, const void *b) {
+    const NumberedParameter *x = a, *y = b;
+    if (x->number != y->number) {
+        return x->number < y->number ? -1 : 1;
+    }
+    return x->at < y->at ? -1 : x->at > y->at;
+}
+
 static PyObject *parameter_shapes(PyObject *params) {
-    Py_ssize_t n = PyList_GET_SIZE(params), i, j;
-    long *numbers;
-    PyObject **order, *out = NULL;
-    numbers = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(long));
-    order = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(PyObject *));
-    if (numbers == NULL || order == NULL) {
-        PyMem_Free(numbers);
-        PyMem_Free(order);
+    Py_ssize_t n = PyList_GET_SIZE(params), i;
+    NumberedParameter *order;
+    PyObject *out = NULL;
+    int sorted = 1;
+    order = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(NumberedParameter));
+    if (order == NULL) {
         return PyErr_NoMemory();
     }
-    for (i = 0; i < n; i++) { /* insertion sort: stable, and bodies hold few parameters */
-        PyObject *inst = PyList_GET_ITEM(params, i), *num = PyObject_GetAttr(inst, STR_PARAMETER_NUMBER);
+    for (i = 0; i < n; i++) {
+        PyObject *inst = PyList_GET_ITEM(params, i), *num = inst_slot(inst, 8, STR_PARAMETER_NUMBER);
         long v;
         if (num == NULL) {
             goto done;
@@ -1494,19 +1519,20 @@ static PyObject *parameter_shapes(PyObject *params) {
         if (v == -1 && PyErr_Occurred()) {
             goto done;
         }
-        for (j = i; j > 0 && numbers[j - 1] > v; j--) {
-            numbers[j] = numbers[j - 1];
-            order[j] = order[j - 1];
-        }
-        numbers[j] = v;
-        order[j] = inst;
+        order[i].number = v;
+        order[i].at = i;
+        order[i].inst = inst;
+        sorted = sorted && (i == 0 || order[i - 1].number <= v);
+    }
+    if (!sorted) { /* (an entry may print thousands of parameters in another order: gemma4's) */
+        qsort(order, (size_t)n, sizeof(NumberedParameter), by_number);
     }
     out = PyTuple_New(n);
     if (out == NULL) {
         goto done;
     }
     for (i = 0; i < n; i++) {
-        PyObject *shape = PyObject_GetAttr(order[i], STR_SHAPE);
+        PyObject *shape = inst_slot(order[i].inst, 2, STR_SHAPE);
         if (shape == NULL) {
             Py_CLEAR(out);
             goto done;
@@ -1514,7 +1540,6 @@ static PyObject *parameter_shapes(PyObject *params) {
         PyTuple_SET_ITEM(out, i, shape);
     }
 done:
-    PyMem_Free(numbers);
     PyMem_Free(order);
     return out;
 }
@@ -1879,6 +1904,67 @@ static PyObject *read_computations(PyObject *self, PyObject *const *args, Py_ssi
     return Py_BuildValue("(nn)", pos, line);
 }
 
+/* called_names(bodies) -> set | None: the names every instruction of bodies (tuples of instructions) calls, the
+ * items of the tuples its ``called_computations`` dict holds: what ``_hlo_text._Parser._finish`` checks against the
+ * module's computations, its ``py_called_names`` (the specification) in one pass, each dict read from its slot.
+ * None when an instruction holds anything else there (not a dict, a value not a tuple): Python's then. */
+static PyObject *STR_CALLED_COMPUTATIONS;
+
+static PyObject *called_names(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    PyObject *bodies, *out;
+    Py_ssize_t b, i;
+    (void)self;
+    if (nargs != 1 || !PyList_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "called_names(bodies: list[tuple])");
+        return NULL;
+    }
+    if (STR_CALLED_COMPUTATIONS == NULL
+        && (STR_CALLED_COMPUTATIONS = PyUnicode_InternFromString("called_computations")) == NULL) {
+        return NULL;
+    }
+    bodies = args[0];
+    out = PySet_New(NULL);
+    if (out == NULL) {
+        return NULL;
+    }
+    for (b = 0; b < PyList_GET_SIZE(bodies); b++) {
+        PyObject *body = PyList_GET_ITEM(bodies, b);
+        if (!PyTuple_Check(body)) {
+            goto python;
+        }
+        for (i = 0; i < PyTuple_GET_SIZE(body); i++) {
+            PyObject *calls = inst_slot(PyTuple_GET_ITEM(body, i), 4, STR_CALLED_COMPUTATIONS), *role, *called;
+            Py_ssize_t pos = 0, k;
+            if (calls == NULL) {
+                Py_DECREF(out);
+                return NULL;
+            }
+            if (!PyDict_Check(calls)) {
+                Py_DECREF(calls);
+                goto python;
+            }
+            while (PyDict_Next(calls, &pos, &role, &called)) {
+                if (!PyTuple_Check(called)) {
+                    Py_DECREF(calls);
+                    goto python;
+                }
+                for (k = 0; k < PyTuple_GET_SIZE(called); k++) {
+                    if (PySet_Add(out, PyTuple_GET_ITEM(called, k)) < 0) {
+                        Py_DECREF(calls);
+                        Py_DECREF(out);
+                        return NULL;
+                    }
+                }
+            }
+            Py_DECREF(calls);
+        }
+    }
+    return out;
+python:
+    Py_DECREF(out);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"block_rows", (PyCFunction)(void (*)(void))block_rows, METH_FASTCALL,
      "block_rows(src, pos) -> tuple[int, list[tuple[str, ...]]] | None\n\n"
@@ -1898,6 +1984,10 @@ static PyMethodDef methods[] = {
      "                  no_calls, call_keys, roles, new_computation, out) -> tuple[int, int]\n\n"
      "Read whole computations printed as XLA prints them from pos on (appended to out) until the first thing\n"
      "left to hloscope.parsers._hlo_text._Parser; return the position and line after the last one read."},
+    {"called_names", (PyCFunction)(void (*)(void))called_names, METH_FASTCALL,
+     "called_names(bodies) -> set | None\n\n"
+     "The names the instructions of bodies (tuples of instructions) call, or None where one holds other than a\n"
+     "dict of tuples; see hloscope.parsers._hlo_text.py_called_names, which this equals."},
     {NULL, NULL, 0, NULL},
 };
 

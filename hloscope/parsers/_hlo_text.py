@@ -38,6 +38,7 @@ from itertools import chain
 from operator import attrgetter, itemgetter, methodcaller
 
 from hloscope.hlo import CALLED_COMPUTATION_ROLES, HloComputation, HloInstruction, HloModule
+from hloscope._compiled import PURE_PYTHON, compiled
 from hloscope._gc import paused_gc
 from hloscope.parsers import _hlo_re as r
 from hloscope.parsers._block_rows import block_rows, read_computations
@@ -88,7 +89,6 @@ def _not_fused(matches: list[tuple[str, ...]]) -> bool:
 
 _OPERANDS = attrgetter("operands")
 _CALLED_COMPUTATIONS = attrgetter("called_computations")
-_INSTRUCTIONS = attrgetter("instructions")
 _VALUES = methodcaller("values")
 
 
@@ -483,9 +483,10 @@ class _Parser(BodyReader, ShapeInference):
                         op = next(o for o in inst.operands if o not in local)
                         raise self.error(f"operand {op!r} is not an instruction of computation {comp.name!r}",
                                          self._locate(inst.line, op, after="("), inst.name)
-        built = [comp for comp in computations if comp.is_built]
-        called = set(chain.from_iterable(chain.from_iterable(map(_VALUES, filter(None, map(
-            _CALLED_COMPUTATIONS, chain.from_iterable(map(_INSTRUCTIONS, built))))))))
+        bodies = [comp.instructions for comp in computations if comp.is_built]
+        called = c_called_names(bodies) if c_called_names is not None else None
+        if called is None:
+            called = py_called_names(bodies)
         every_callee_known = called <= by_name.keys()
         for comp in computations if not every_callee_known else filter(_not_built, computations):
             self.computation = comp.name
@@ -524,6 +525,18 @@ class _Parser(BodyReader, ShapeInference):
             self.source,
             frozenset(self.unknown_opcodes),
         )
+
+
+def py_called_names(bodies: list[tuple[HloInstruction, ...]]) -> set[str]:
+    """The names the instructions of ``bodies`` call: every name in the values of their ``called_computations``
+    (``_block_scan.c`` ``called_names`` is this in one C pass; tests/parsers/test_read_computations.py holds the
+    two equal)."""
+    return set(chain.from_iterable(chain.from_iterable(map(_VALUES, filter(None, map(
+        _CALLED_COMPUTATIONS, chain.from_iterable(bodies)))))))
+
+
+#: ``py_called_names`` in C, or None when the extension was not built (or under ``HLOSCOPE_PURE_PYTHON``).
+c_called_names = None if PURE_PYTHON else compiled("hloscope.parsers._block_scan", "called_names")
 
 
 def _header_int(header: dict[str, str], key: str) -> int:

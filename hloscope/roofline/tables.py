@@ -313,7 +313,7 @@ def _module_columns(mc: ModuleCost, chip: ChipSpec, per_chip: int, measured: Map
     # (each distinct metadata object described once: the decoder makes one per distinct metadata text)
     metadata_codes, distinct = _identity_coded(metadata_column(insts))
     op_names = object_array([md.op_name if md else "" for md in distinct])
-    sources = object_array([md.source if md else "" for md in distinct])
+    sources = object_array(_sources(distinct))
     opcode_codes, opcode_names = _coded(opcodes)  # (by value: the parser makes an opcode string a row)
     comm_codes, comm_names = _identity_coded(comm_kinds)
     out = {
@@ -333,6 +333,24 @@ def _module_columns(mc: ModuleCost, chip: ChipSpec, per_chip: int, measured: Map
         "measured_s": [t[0] if t else math.nan for t in timings] if measured else np.full(count, math.nan),
         "occurrences": [t[1] if t else math.nan for t in timings] if measured else np.full(count, math.nan),
     }
+    return out
+
+
+def _sources(distinct: list) -> list[str]:
+    """``md.source`` of each metadata of ``distinct`` (``""`` for None), each string made once per (file, line):
+    a model's thousands of distinct metadata values name a few dozen source lines (gemma2_2b_keras_jax: 5,734 of
+    69), and formatting the line number took ~0.3 us a value."""
+    made: dict[tuple, str] = {}
+    out = []
+    for md in distinct:
+        if md is None or not md.source_file:
+            out.append("")
+            continue
+        key = (md.source_file, md.source_line)
+        text = made.get(key)
+        if text is None:
+            text = made[key] = md.source
+        out.append(text)
     return out
 
 

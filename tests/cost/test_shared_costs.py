@@ -237,10 +237,46 @@ def test_collectives_share_across_channel_ids_but_not_group_modes(keyed) -> None
     assert keyed["a4"].flops == 3 / 4 * 512 and keyed["a5"].flops == 3 / 4 * 512 * 2
 
 
+
+def test_c_key_answers_small_computations_from_the_columns_memo() -> None:
+    """``attribute_key_of`` reads a called computation's work from ``work_by_columns`` (keyed[9]) by its opcode and
+    shape columns, as ``computation_work`` answers first, without calling it; it calls it where that memo lacks
+    the key (or the computation is not small), and the work it read is kept in ``work`` as the method keeps it."""
+    c_key = compiled("hloscope.cost._cost_walk", "attribute_key_of")
+    if c_key is None:
+        pytest.skip("_cost_walk not built")
+    module = parse_hlo_text(KEYED)
+    entry = module.entry
+    analyzer = walk._Analyzer(module)
+    add1, add2 = module.computation("add.1"), module.computation("add.2")
+    assert add1.opcodes == add2.opcodes and all(a is b for a, b in zip(add1.shapes, add2.shapes))
+    sentinel = object()
+    calls = []
+
+    def computation_work(name):
+        calls.append(name)
+        return analyzer.computation_work(name)
+
+    r2 = next(i for i in entry.instructions if i.name == "r2")  # (to_apply=%add.2)
+    analyzer.work_by_columns[(add1.opcodes, *map(id, add1.shapes))] = sentinel
+    keyed = analyzer.keyed()[:8] + (computation_work,) + analyzer.keyed()[9:]
+    key = c_key(r2, entry.name_index(), entry.shapes, keyed, False)
+    assert key[-1] == (("to_apply", (sentinel,)),) and calls == [] and analyzer.work["add.2"] is sentinel
+    # Larger than keyed[11]: left to the method (which answers from the same memo, by its own bound).
+    del analyzer.work["add.2"]
+    key = c_key(r2, entry.name_index(), entry.shapes, keyed[:11] + (len(add2.opcodes) - 1,), False)
+    assert calls == ["add.2"] and key[-1] == (("to_apply", (sentinel,)),)
+    # Not in the memo: the method is called and costs it.
+    del analyzer.work["add.2"]
+    analyzer.work_by_columns.clear()
+    key = c_key(r2, entry.name_index(), entry.shapes, keyed, False)
+    assert calls == ["add.2", "add.2"] and key[-1] == (("to_apply", (analyzer.work["add.2"],)),)
+    assert analyzer.work["add.2"] is not sentinel and analyzer.work["add.2"].flops == 1
+
 def _keys(module):
     """``key(inst)``: ``attribute_key`` of an entry instruction, checked equal to the key ``_cost_walk.c`` makes
     (when built), with every called computation's work known."""
-    from hloscope.cost.structure import attribute_key, without_metadata
+    from hloscope.cost.structure import attribute_key
 
     entry = module.entry
     analyzer = walk._Analyzer(module)
@@ -253,8 +289,7 @@ def _keys(module):
         collective = inst.opcode in walk._COLLECTIVES
         found = attribute_key(inst, entry.shape_of, analyzer.computation_work, collective, {})
         if c_key is not None:
-            keyed = (frozenset(), None, frozenset(), frozenset(), {}, analyzer.work, {}, without_metadata,
-                     analyzer.computation_work)
+            keyed = analyzer.keyed()
             assert c_key(inst, entry.name_index(), entry.shapes, keyed, collective) == found
         return found
 

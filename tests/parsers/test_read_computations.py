@@ -223,3 +223,65 @@ def test_one_string_per_distinct_shape_text_and_opcode(monkeypatch, reader) -> N
     assert entry.opcodes[3000] == other.opcodes[1] == "negate" and entry.opcodes[3000] is other.opcodes[1]
     assert entry.instructions[3006].opcode is entry.instructions[5999].opcode
     assert entry.instructions[6].shape is entry.instructions[3006].shape  # (one shape per text, as before)
+
+
+@pytest.fixture(scope="module")
+def c_called_names(compiled_twin):
+    return compiled_twin(compiled("hloscope.parsers._block_scan", "called_names"), "hloscope.parsers._block_scan")
+
+
+def _bodies(text: str) -> list[tuple]:
+    return [comp.instructions for comp in parse_hlo_text(text).computations]
+
+
+def test_called_names_equal_python_on_fixtures_and_corpus(c_called_names, corpus_dir: Path) -> None:
+    dirs = [corpus_dir / d for d in ("hlo_cpu", "hlo_gpu", "hlo_tpu", "hlo_generic")]
+    paths = sorted(FIXTURES.glob("*.hlo.txt")) + sorted(
+        p for p in chain.from_iterable(d.glob(g) for g in ("*.txt", "*.hlo") for d in dirs)
+        if p.stat().st_size <= 1_500_000)
+    nonempty = 0
+    for path in paths:
+        try:
+            bodies = _bodies(path.read_text(encoding="utf-8", errors="replace"))
+        except HloParseError:
+            continue  # (a file of several modules, a test text of XLA's that is meant to fail)
+        expected = _hlo_text.py_called_names(bodies)
+        assert c_called_names(bodies) == expected, path.name
+        nonempty += bool(expected)
+    assert nonempty > 50
+
+
+def test_called_names_by_hand(c_called_names) -> None:
+    bodies = _bodies(_FUSED)
+    # The entry's fusion calls %fused; the fused computation calls nothing.
+    assert _hlo_text.py_called_names(bodies) == {"fused"}
+    assert c_called_names(bodies) == {"fused"}
+    assert c_called_names([]) == set()
+
+
+def test_called_names_leaves_other_objects_to_python(c_called_names) -> None:
+    class Inst:
+        def __init__(self, calls):
+            self.called_computations = calls
+
+    # Objects of another class are read by attribute; a dict of tuples is read as the parser makes it.
+    assert c_called_names([(Inst({"calls": ("a", "b")}), Inst({}))]) == {"a", "b"}
+    # Anything else -- a value not a tuple, a mapping not a dict, a body not a tuple -- is Python's to read.
+    assert c_called_names([(Inst({"calls": ["a"]}),)]) is None
+    assert c_called_names([(Inst(type("M", (), {})()),)]) is None
+    assert c_called_names([[Inst({})]]) is None
+    assert _hlo_text.py_called_names([(Inst({"calls": ["a"]}),)]) == {"a"}
+
+
+def test_parameters_printed_out_of_order(monkeypatch, reader) -> None:
+    """``parameter_shapes`` are by parameter number whatever order the body prints them in (an entry may print
+    thousands in another order): the reader's sort gives the parser's own."""
+    n = 300
+    order = [(7 * k) % n for k in range(n)]  # (every number once, scattered)
+    header = ", ".join(f"p{k}: f32[{k + 1}]" for k in range(n))
+    body = "\n".join(f"  %p{k} = f32[{k + 1}]{{0}} parameter({k})" for k in order)
+    text = (f"HloModule m\n\nENTRY %main ({header}) -> f32[1] {{\n{body}\n"
+            f"  ROOT %r = f32[1]{{0}} add(%p0, %p0)\n}}\n")
+    described, made = _both(monkeypatch, reader, text)
+    assert made == 1
+    assert described[3][0][3] == tuple(f"f32[{k + 1}]" for k in range(n))
