@@ -290,11 +290,13 @@ def _module_columns(mc: ModuleCost, chip: ChipSpec, per_chip: int, measured: Map
     # layer --, its fields spread over the rows by index.
     others = np.flatnonzero(~simple)
     if len(others):
-        scored: dict = {}  # (cost, dtype code) -> the row of its fields in ``fields``
+        # (id(cost), dtype code) -> the row of its fields in ``fields``: rows share cost objects (``costs`` keeps
+        # each alive), and a key of the cost itself hashed its eight fields for every row.
+        scored: dict = {}
         fields: list[tuple] = []
         which = []
         for k, d in zip(others.tolist(), dtype_codes[others].tolist()):
-            key = (costs[k], d)
+            key = (id(costs[k]), d)
             j = scored.get(key)
             if j is None:
                 s = score(costs[k], chip, dtype_names[d], within_chip)
@@ -314,18 +316,18 @@ def _module_columns(mc: ModuleCost, chip: ChipSpec, per_chip: int, measured: Map
     metadata_codes, distinct = _identity_coded(metadata_column(insts))
     op_names = object_array([md.op_name if md else "" for md in distinct])
     sources = object_array(_sources(distinct))
-    opcode_codes, opcode_names = _coded(opcodes)  # (by value: the parser makes an opcode string a row)
+    opcode_codes, opcode_names = _coded(opcodes)  # (by value: equal opcodes need not be one object)
     comm_codes, comm_names = _identity_coded(comm_kinds)
     out = {
         "module": CodedStrings(np.zeros(count, dtype=np.intp), object_array([mname])),
-        "computation": computations, "instruction": names,
+        "computation": CodedStrings(*_identity_coded_strings(computations)), "instruction": names,
         "opcode": CodedStrings(opcode_codes, object_array(opcode_names)),
         "category": lookups.categories(opcode_codes, opcode_names),
         "op_name": CodedStrings(metadata_codes, op_names), "source": CodedStrings(metadata_codes, sources),
         "executions": n, "flops": flops_f * n, "transcendentals": trans_f * n,
         "hbm_bytes": hbm_f * n, "hbm_read_bytes": reads_f * n, "hbm_write_bytes": writes_f * n,
         "wire_bytes": comms_f * n, "comm_kind": CodedStrings(comm_codes, object_array(comm_names)),
-        "group_size": group_sizes, "dtype": CodedStrings(dtype_codes, object_array(dtype_names)),
+        "group_size": _int_column(group_sizes), "dtype": CodedStrings(dtype_codes, object_array(dtype_names)),
         "intensity": intensity, "critical_intensity": critical, "compute_s": compute_s * n,
         "memory_s": memory_s * n, "comm_s": comm_s * n, "roofline_s": roofline_s * n,
         "bound": CodedStrings(bound, bounds.array()), "caveats": CodedStrings(caveats, caveat_names.array()),
@@ -489,12 +491,37 @@ class _RowLookups:
 
 def _coded(values: list) -> tuple[np.ndarray, list]:
     """(codes, distinct values in first-seen order) of a list of hashable values: ``distinct[codes[i]]`` is
-    ``values[i]``."""
+    ``values[i]``. Coded by identity first (``_identity_coded``: one C pass, no hashing), then the few distinct
+    objects by value: the first object of each value is the first row of that value, so the order and the objects
+    kept are those of ``dict.fromkeys(values)`` (a parse shares one string per distinct opcode, but not every
+    path does)."""
     import numpy as np
 
-    distinct = list(dict.fromkeys(values))
+    codes, objects = _identity_coded(values)
+    distinct = list(dict.fromkeys(objects))
+    if len(distinct) == len(objects):
+        return codes, distinct
     index = dict(zip(distinct, range(len(distinct))))
-    return np.fromiter(map(index.__getitem__, values), np.intp, len(values)), distinct
+    return np.fromiter(map(index.__getitem__, objects), np.intp, len(objects))[codes], distinct
+
+
+def _int_column(values: list) -> np.ndarray | list:
+    """``values`` as the int64 array ``_columns.frame_from_columns`` makes of a list of ints, where each is an
+    ``int`` that fits; else the list as it is (the frame then reads it as before). Coded by identity first: a
+    module's rows hold a few group sizes, shared by their costs, and a type check and conversion per row took
+    ~1 ms of llama's table."""
+    import numpy as np
+
+    if not values:
+        return values
+    codes, objects = _identity_coded(values)
+    if any(type(v) is not int for v in objects):
+        return values
+    try:
+        table = np.array(objects, dtype=np.int64)
+    except OverflowError:
+        return values
+    return table[codes]
 
 
 def py_identity_codes(values: list) -> tuple[bytearray, list]:
@@ -528,6 +555,13 @@ def _identity_coded(values: list) -> tuple[np.ndarray, list]:
 
     codes, distinct = (py_identity_codes if PURE_PYTHON else c_identity_codes() or py_identity_codes)(values)
     return np.frombuffer(codes, dtype=np.intp), distinct
+
+
+def _identity_coded_strings(values: list) -> tuple[np.ndarray, np.ndarray]:
+    """``_identity_coded`` with the distinct objects as an object array: a ``CodedStrings`` of a column whose rows
+    share a few objects (a row's computation name is its computation's: a module's rows name a few)."""
+    codes, distinct = _identity_coded(values)
+    return codes, object_array(distinct)
 
 
 #: Opcodes whose dtype or category reads more than the opcode and result shape: matmuls (operand types, called

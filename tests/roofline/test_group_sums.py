@@ -112,3 +112,40 @@ def test_coded_keys_by_hand() -> None:
     got = group_sums_coded(np.array([1, 0, 1, 1]), np.array(["bf16", "f32"], dtype=object),
                            np.array([0.5, 2.0, math.nan, 0.25]))
     assert got == {"f32": 0.75, "bf16": 2.0} and list(got) == ["f32", "bf16"]
+
+
+@pytest.mark.parametrize("pure", [False, True])
+def test_coded_by_value_whatever_the_objects(monkeypatch, pure) -> None:
+    """``tables._coded``: codes by value in first-seen order, the first object of each value kept, as
+    ``dict.fromkeys`` gives them -- also where equal strings are different objects (the identity pass alone
+    would give "fusion" two codes)."""
+    import hloscope.roofline.tables as tables
+
+    monkeypatch.setattr(tables, "PURE_PYTHON", pure)
+    a, b = "".join(["fu", "sion"]), "".join(["fus", "ion"])
+    assert a == b and a is not b
+    values = ["add", a, "dot", b, "add", a, "copy", b]
+    codes, distinct = tables._coded(values)
+    assert distinct == ["add", "fusion", "dot", "copy"] and distinct[1] is a
+    assert codes.tolist() == [0, 1, 2, 1, 0, 1, 3, 1]
+    assert [distinct[c] for c in codes] == values
+    codes, distinct = tables._coded(["x", "y", "x"])  # (one object per value: the identity pass is the answer)
+    assert codes.tolist() == [0, 1, 0] and distinct == ["x", "y"]
+    codes, distinct = tables._coded([])
+    assert codes.tolist() == [] and distinct == []
+
+
+def test_int_column_is_the_array_the_frame_makes_of_the_list() -> None:
+    """``tables._int_column``: the int64 array ``frame_from_columns`` makes of a list of ints; the list itself
+    where that is not what the frame would make (a value not an int, one beyond int64, no values)."""
+    import numpy as np
+
+    from hloscope.roofline.tables import _int_column
+
+    big = 2**40 + 1
+    values = [1, 8, 1, big, 8, 1, int("8")]
+    got = _int_column(values)
+    assert got.dtype == np.int64 and got.tolist() == values
+    assert np.array_equal(got, np.array(values, dtype=np.int64))
+    for other in ([1, 2.0, 3], [1, True], [1, 2**63], []):
+        assert _int_column(other) is other
