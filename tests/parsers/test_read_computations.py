@@ -146,6 +146,13 @@ def test_reads_whole_module(monkeypatch, reader) -> None:
     ("ENTRY %e (a: f32[2]) -> f32[2] {\n  %a = f32[2]{0} parameter(0)\n  ROOT %n = f32[-2]{0} negate(%a)\n}\n", 0),
     ("ENTRY %e (a: f32[2]) -> f32[2] {\n  %a = f32[2]{0} parameter(0)\n  ROOT %a = f32[2]{0} negate(%a)\n}\n", 0),
     ("ENTRY %e (a: f32[2]) -> f32[2] {\n  %a = f32[2]{0} parameter(0)\n  ROOT %n = f32[2]{0} negate(%b)\n}\n", 0),
+    # the same in a body that is not the entry (no index made there: the name table's own checks), after one read
+    ("%f (a: f32[2]) -> f32[2] {\n  %a = f32[2]{0} parameter(0)\n  ROOT %n = f32[2]{0} negate(%a)\n}\n\n"
+     "%g (a: f32[2]) -> f32[2] {\n  %a = f32[2]{0} parameter(0)\n  ROOT %a = f32[2]{0} negate(%a)\n}\n", 1),
+    ("%f (a: f32[2]) -> f32[2] {\n  %a = f32[2]{0} parameter(0)\n  ROOT %n = f32[2]{0} negate(%a)\n}\n\n"
+     "%g (a: f32[2]) -> f32[2] {\n  %b = f32[2]{0} parameter(0)\n  ROOT %m = f32[2]{0} add(%b, %n)\n}\n", 1),
+    ("%g (a: f32[2]) -> f32[2] {\n  %b = f32[2]{0} parameter(0)\n  ROOT %m = f32[2]{0} add(f32[2]{0} %b, "
+     "f32[2]{0} %c)\n}\n", 0),
     # a parameter number beyond a C long (Python's int reads it)
     ("ENTRY %e (a: f32[]) -> f32[] {\n  %a = f32[] parameter(99999999999999999999)\n  ROOT %n = f32[] negate(%a)\n}\n",
      0),
