@@ -261,7 +261,8 @@ def _module_columns(mc: ModuleCost, chip: ChipSpec, per_chip: int, measured: Map
     count = len(rows)
     n, flops_f, trans_f, reads_f, writes_f, comms_f, work_f, hbm_f, plain = (
         np.frombuffer(numbers, float).reshape(_NUMBERS, count))
-    lookups = _RowLookups(module, insts, rows, opcodes, shapes)
+    opcode_codes, opcode_names = _coded(opcodes)  # (by value: equal opcodes need not be one object)
+    lookups = _RowLookups(module, insts, rows, opcodes, shapes, opcode_codes, opcode_names)
     dtype_codes, dtype_names = lookups.dtype_codes()
     peaks = [chip.peak_flops_for(d) for d in dtype_names]
     peak = np.array([p[0] for p in peaks], dtype=float)[dtype_codes]
@@ -316,7 +317,6 @@ def _module_columns(mc: ModuleCost, chip: ChipSpec, per_chip: int, measured: Map
     metadata_codes, distinct = _identity_coded(metadata_column(insts))
     op_names = object_array([md.op_name if md else "" for md in distinct])
     sources = object_array(_sources(distinct))
-    opcode_codes, opcode_names = _coded(opcodes)  # (by value: equal opcodes need not be one object)
     comm_codes, comm_names = _identity_coded(comm_kinds)
     out = {
         "module": CodedStrings(np.zeros(count, dtype=np.intp), object_array([mname])),
@@ -413,14 +413,16 @@ class _RowLookups:
 
     __slots__ = ("module", "insts", "rows", "opcodes", "shape_codes", "_distinct_shapes", "_more")
 
-    def __init__(self, module, insts: list, rows: list, opcodes: list[str], shapes: list):
+    def __init__(self, module, insts: list, rows: list, opcodes: list[str], shapes: list, opcode_codes: np.ndarray,
+                 opcode_names: list[str]):
         import numpy as np
 
         self.module = module
         self.insts, self.rows, self.opcodes = insts, rows, opcodes
         self.shape_codes, self._distinct_shapes = _identity_coded(shapes)  # (the parser shares one per text)
-        more = _READS_MORE.intersection(opcodes)
-        self._more = list(compress(range(len(opcodes)), map(more.__contains__, opcodes))) if more else []
+        # (the rows of those opcodes found by their codes, ``_coded(opcodes)``: no string hashed per row)
+        more = [k for k, name in enumerate(opcode_names) if name in _READS_MORE]
+        self._more = np.flatnonzero(np.isin(opcode_codes, more)).tolist() if more else []
 
     def dtype_codes(self) -> tuple[np.ndarray, list[str]]:
         """``score.op_dtype`` of each row: (codes, dtypes)."""
@@ -473,10 +475,14 @@ class _RowLookups:
         """``category(inst, module)`` of each row, from the rows' opcodes as codes."""
         import numpy as np
 
-        one_each = dict(zip(self.opcodes, self.insts))  # (an instruction of each opcode: the last one)
+        # An instruction of each opcode, the last one: the first of each code in the rows reversed (every code of
+        # ``opcode_names`` has rows, so ``np.unique`` gives one index per code, in code order).
+        _, first = np.unique(opcode_codes[::-1], return_index=True)
+        last = (len(opcode_codes) - 1 - first).tolist()
+        insts = self.insts
         names = StringCodes()
-        codes = np.array([names.code(category(one_each[op], self.module)) if op != "fusion" else -1
-                          for op in opcode_names], dtype=np.intp)[opcode_codes]
+        codes = np.array([names.code(category(insts[last[k]], self.module)) if op != "fusion" else -1
+                          for k, op in enumerate(opcode_names)], dtype=np.intp)[opcode_codes]
         module = self.module
         for k in self._more:  # (fusions seldom share a fused computation: no memo)
             inst = self.insts[k]
