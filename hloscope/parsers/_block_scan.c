@@ -1084,16 +1084,78 @@ static int check_call_keys(PyObject *call_keys) {
 
 /* The loop of build_rows over rows[start:] (arguments as build_rows's, checked by the caller; names: the rows'
  * NameTable, or NULL): the index of the first row left to Python, or -1 on a Python error. */
+/* What build_range asks of a row's opcode -- in ``known``, in ``never_calls``, ``parameter``, ``constant`` -- and
+ * the shape of its shape text (``shapes[text]``), kept for the last objects seen in a slot chosen by the object's
+ * address: a read makes one string per distinct opcode and shape text (StringTable), so a body's rows ask about a
+ * few objects again and again, and the set and dict lookups (hash, probe, compare) were ~2% of an analyze. The rows
+ * hold every object asked about, so no address is reused while the memo lives (one call of build_range, or of
+ * fill_shapes, which reads the shape texts the same way). */
+#define ROW_MEMO_SLOTS 64
+
+typedef struct {
+    PyObject *opcode; /* (borrowed; NULL: empty) */
+    signed char known, never_calls, parameter, constant;
+} OpcodeFlags;
+
+typedef struct {
+    PyObject *text;  /* (borrowed; NULL: empty) */
+    PyObject *shape; /* (borrowed from the shapes dict, which keeps it) */
+} ShapeSlot;
+
+static inline size_t memo_slot(PyObject *o) { return ((uintptr_t)o >> 4) & (ROW_MEMO_SLOTS - 1); }
+
+/* The flags of opcode (its slot of memo, filled on a miss); NULL on error. */
+static const OpcodeFlags *opcode_flags(OpcodeFlags *memo, PyObject *opcode, PyObject *known, PyObject *never_calls) {
+    OpcodeFlags *f = &memo[memo_slot(opcode)];
+    int k, nc;
+    if (f->opcode == opcode) {
+        return f;
+    }
+    k = PySet_Contains(known, opcode);
+    nc = k < 0 ? -1 : PySet_Contains(never_calls, opcode);
+    if (nc < 0) {
+        return NULL;
+    }
+    f->opcode = opcode;
+    f->known = (signed char)k;
+    f->never_calls = (signed char)nc;
+    f->parameter = PyUnicode_Compare(opcode, STR_PARAMETER) == 0;
+    f->constant = PyUnicode_Compare(opcode, STR_CONSTANT) == 0;
+    if (PyErr_Occurred()) { /* (PyUnicode_Compare on a str cannot fail; a subclass' could) */
+        f->opcode = NULL;
+        return NULL;
+    }
+    return f;
+}
+
+/* shapes[text] (borrowed), through its slot of memo; NULL without an error when shapes lacks it, with one on error. */
+static PyObject *memo_shape(ShapeSlot *memo, PyObject *shapes, PyObject *text) {
+    ShapeSlot *slot = &memo[memo_slot(text)];
+    PyObject *shape;
+    if (slot->text == text) {
+        return slot->shape;
+    }
+    shape = PyDict_GetItemWithError(shapes, text);
+    if (shape != NULL) {
+        slot->text = text;
+        slot->shape = shape;
+    }
+    return shape;
+}
+
 static Py_ssize_t build_range(PyObject *rows, Py_ssize_t start, Py_ssize_t line, PyObject *shapes, PyObject *known,
                               PyObject *never_calls, PyObject *new, PyObject *decoder, PyObject *out,
                               PyObject *no_calls, PyObject *params, PyObject *root, PyObject *call_keys,
                               PyObject *roles, const NameTable *names) {
     Py_ssize_t n, i;
+    OpcodeFlags flags_memo[ROW_MEMO_SLOTS] = {{0}};
+    ShapeSlot shape_memo[ROW_MEMO_SLOTS] = {{0}};
     n = PyList_GET_SIZE(rows);
     for (i = start < 0 ? 0 : start; i < n; i++) {
         PyObject *row = PyList_GET_ITEM(rows, i);
         PyObject *is_root, *name, *shape_text, *opcode, *operand_text, *rest, *shape, *operands, *literal, *ln,
             *number, *inst, *called = NULL, *call_args[11];
+        const OpcodeFlags *flags;
         int r, rooted, parameter;
         if (!PyTuple_Check(row) || PyTuple_GET_SIZE(row) != N_GROUPS) {
             break;
@@ -1111,15 +1173,15 @@ static Py_ssize_t build_range(PyObject *rows, Py_ssize_t start, Py_ssize_t line,
         if (rooted && PyUnicode_GET_LENGTH(PyList_GET_ITEM(root, 0)) != 0) {
             break; /* a second ROOT: Python returns None */
         }
-        r = PySet_Contains(known, opcode);
-        if (r < 0) {
+        flags = opcode_flags(flags_memo, opcode, known, never_calls);
+        if (flags == NULL) {
             return -1;
         }
-        if (!r) {
+        if (!flags->known) {
             break;
         }
-        parameter = PyUnicode_Compare(opcode, STR_PARAMETER) == 0;
-        shape = PyDict_GetItemWithError(shapes, shape_text);
+        parameter = flags->parameter;
+        shape = memo_shape(shape_memo, shapes, shape_text);
         if (shape == NULL) {
             if (PyErr_Occurred()) {
                 return -1;
@@ -1156,7 +1218,7 @@ static Py_ssize_t build_range(PyObject *rows, Py_ssize_t start, Py_ssize_t line,
             }
             operands = TUPLE_EMPTY;
             Py_INCREF(operands);
-        } else if (PyUnicode_Compare(opcode, STR_CONSTANT) == 0) {
+        } else if (flags->constant) {
             literal = operand_text;
             operands = TUPLE_EMPTY;
             Py_INCREF(operands);
@@ -1188,11 +1250,7 @@ static Py_ssize_t build_range(PyObject *rows, Py_ssize_t start, Py_ssize_t line,
                 calls = a || b;
             }
             if (!calls) {
-                r = PySet_Contains(never_calls, opcode);
-                if (r < 0) {
-                    goto error;
-                }
-                calls = !r; /* (a call key, has_call_key's question, is what read_calls looks for) */
+                calls = !flags->never_calls; /* (a call key, has_call_key's question, is what read_calls looks for) */
             }
             if (calls) {
                 found = read_calls(rest, call_keys, roles);
@@ -1409,14 +1467,15 @@ static int match_brace_header(int kind, const void *data, Py_ssize_t a, Py_ssize
  * -1 on any other error. */
 static int fill_shapes(PyObject *rows, PyObject *shapes, PyObject *parse_shape) {
     Py_ssize_t i, n = PyList_GET_SIZE(rows);
+    ShapeSlot memo[ROW_MEMO_SLOTS] = {{0}};
     for (i = 0; i < n; i++) {
         PyObject *text = PyTuple_GET_ITEM(PyList_GET_ITEM(rows, i), 3), *shape;
-        int r = PyDict_Contains(shapes, text);
-        if (r < 0) {
-            return -1;
-        }
-        if (r) {
+        int r;
+        if (memo_shape(memo, shapes, text) != NULL) {
             continue;
+        }
+        if (PyErr_Occurred()) {
+            return -1;
         }
         shape = PyObject_CallOneArg(parse_shape, text);
         if (shape == NULL) {
