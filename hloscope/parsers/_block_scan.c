@@ -747,7 +747,9 @@ static PyObject *row_name(const NameTable *t, PyObject *text, Py_ssize_t a, Py_s
 }
 
 /* The ``commas + 1`` names of text from ``start``, each ended by a ',' (or the end) and the next begun ``sep``
- * characters after that ',' (", %": 3; ", ": 2), as a tuple; NULL on error. */
+ * characters after that ',' (", %": 3; ", ": 2), as a tuple; NULL on error; Py_None (borrowed) should the text
+ * hold another number of names (its callers count the commas as this reads them). One-byte text: the commas
+ * found by memchr. */
 static PyObject *names_between(const NameTable *t, PyObject *text, Py_ssize_t start, Py_ssize_t commas,
                                Py_ssize_t sep) {
     Py_ssize_t n = PyUnicode_GET_LENGTH(text), i, k = 0, from = start;
@@ -756,6 +758,33 @@ static PyObject *names_between(const NameTable *t, PyObject *text, Py_ssize_t st
     PyObject *out = PyTuple_New(commas + 1);
     if (out == NULL) {
         return NULL;
+    }
+    if (kind == PyUnicode_1BYTE_KIND) {
+        const Py_UCS1 *d = (const Py_UCS1 *)data;
+        while (from <= n) {
+            const Py_UCS1 *p = memchr(d + from, ',', (size_t)(n - from));
+            PyObject *name;
+            i = p == NULL ? n : p - d;
+            if (k > commas) {
+                Py_DECREF(out);
+                return Py_None;
+            }
+            name = row_name(t, text, from, i);
+            if (name == NULL) {
+                Py_DECREF(out);
+                return NULL;
+            }
+            PyTuple_SET_ITEM(out, k++, name);
+            if (p == NULL) {
+                break;
+            }
+            from = i + sep;
+        }
+        if (k != commas + 1) {
+            Py_DECREF(out);
+            return Py_None;
+        }
+        return out;
     }
     for (i = start; i <= n; i++) {
         if (i == n || CH(i) == ',') {
@@ -778,6 +807,20 @@ static PyObject *split_operands(const NameTable *t, PyObject *text) {
     Py_ssize_t n = PyUnicode_GET_LENGTH(text), commas = 0, i;
     int kind = PyUnicode_KIND(text);
     const void *data = PyUnicode_DATA(text);
+    if (kind == PyUnicode_1BYTE_KIND && n > 1) { /* (the same reading, by memchr: a '/' anywhere, then the commas) */
+        const Py_UCS1 *d = (const Py_UCS1 *)data, *p;
+        if (memchr(d + 1, '/', (size_t)(n - 1)) != NULL) {
+            return Py_None;
+        }
+        for (p = memchr(d + 1, ',', (size_t)(n - 1)); p != NULL; p = memchr(p + 1, ',', (size_t)(d + n - p - 1))) {
+            i = p - d;
+            if (i + 2 >= n || d[i + 1] != ' ' || d[i + 2] != '%') {
+                return Py_None;
+            }
+            commas++;
+        }
+        return names_between(t, text, 1, commas, 3);
+    }
     for (i = 1; i < n; i++) {
         Py_UCS4 c = CH(i);
         if (c == ',') {
