@@ -1162,12 +1162,8 @@ static const OpcodeFlags *opcode_flags(OpcodeFlags *memo, PyObject *opcode, PyOb
     f->opcode = opcode;
     f->known = (signed char)k;
     f->never_calls = (signed char)nc;
-    f->parameter = PyUnicode_Compare(opcode, STR_PARAMETER) == 0;
-    f->constant = PyUnicode_Compare(opcode, STR_CONSTANT) == 0;
-    if (PyErr_Occurred()) { /* (PyUnicode_Compare on a str cannot fail; a subclass' could) */
-        f->opcode = NULL;
-        return NULL;
-    }
+    f->parameter = PyUnicode_Check(opcode) && PyUnicode_Compare(opcode, STR_PARAMETER) == 0;
+    f->constant = PyUnicode_Check(opcode) && PyUnicode_Compare(opcode, STR_CONSTANT) == 0;
     return f;
 }
 
