@@ -746,10 +746,27 @@ static PyObject *row_name(const NameTable *t, PyObject *text, Py_ssize_t a, Py_s
     return PyUnicode_Substring(text, a, b);
 }
 
+/* The first ch in [from, to), or -1: memchr on one-byte text (what XLA prints), else character by character. */
+ALWAYS_INLINE Py_ssize_t find_char(int kind, const void *data, Py_ssize_t from, Py_ssize_t to, Py_UCS4 ch) {
+    Py_ssize_t i;
+    if (from >= to) {
+        return -1;
+    }
+    if (kind == PyUnicode_1BYTE_KIND) {
+        const Py_UCS1 *d = (const Py_UCS1 *)data, *p = memchr(d + from, (int)ch, (size_t)(to - from));
+        return p == NULL ? -1 : p - d;
+    }
+    for (i = from; i < to; i++) {
+        if (CH(i) == ch) {
+            return i;
+        }
+    }
+    return -1;
+}
+
 /* The ``commas + 1`` names of text from ``start``, each ended by a ',' (or the end) and the next begun ``sep``
  * characters after that ',' (", %": 3; ", ": 2), as a tuple; NULL on error; Py_None (borrowed) should the text
- * hold another number of names (its callers count the commas as this reads them). One-byte text: the commas
- * found by memchr. */
+ * hold another number of names (its callers count the commas as this reads them). */
 static PyObject *names_between(const NameTable *t, PyObject *text, Py_ssize_t start, Py_ssize_t commas,
                                Py_ssize_t sep) {
     Py_ssize_t n = PyUnicode_GET_LENGTH(text), i, k = 0, from = start;
@@ -759,44 +776,27 @@ static PyObject *names_between(const NameTable *t, PyObject *text, Py_ssize_t st
     if (out == NULL) {
         return NULL;
     }
-    if (kind == PyUnicode_1BYTE_KIND) {
-        const Py_UCS1 *d = (const Py_UCS1 *)data;
-        while (from <= n) {
-            const Py_UCS1 *p = memchr(d + from, ',', (size_t)(n - from));
-            PyObject *name;
-            i = p == NULL ? n : p - d;
-            if (k > commas) {
-                Py_DECREF(out);
-                return Py_None;
-            }
-            name = row_name(t, text, from, i);
-            if (name == NULL) {
-                Py_DECREF(out);
-                return NULL;
-            }
-            PyTuple_SET_ITEM(out, k++, name);
-            if (p == NULL) {
-                break;
-            }
-            from = i + sep;
-        }
-        if (k != commas + 1) {
+    while (from <= n) {
+        PyObject *name;
+        if (k > commas) { /* (a name more than the commas counted) */
             Py_DECREF(out);
             return Py_None;
         }
-        return out;
-    }
-    for (i = start; i <= n; i++) {
-        if (i == n || CH(i) == ',') {
-            PyObject *name = row_name(t, text, from, i);
-            if (name == NULL) {
-                Py_DECREF(out);
-                return NULL;
-            }
-            PyTuple_SET_ITEM(out, k++, name);
-            from = i + sep;
-            i += sep - 1;
+        i = find_char(kind, data, from, n, ',');
+        name = row_name(t, text, from, i < 0 ? n : i);
+        if (name == NULL) {
+            Py_DECREF(out);
+            return NULL;
         }
+        PyTuple_SET_ITEM(out, k++, name);
+        if (i < 0) {
+            break;
+        }
+        from = i + sep;
+    }
+    if (k != commas + 1) { /* (a name fewer: the text ended in a separator) */
+        Py_DECREF(out);
+        return Py_None;
     }
     return out;
 }
@@ -807,30 +807,14 @@ static PyObject *split_operands(const NameTable *t, PyObject *text) {
     Py_ssize_t n = PyUnicode_GET_LENGTH(text), commas = 0, i;
     int kind = PyUnicode_KIND(text);
     const void *data = PyUnicode_DATA(text);
-    if (kind == PyUnicode_1BYTE_KIND && n > 1) { /* (the same reading, by memchr: a '/' anywhere, then the commas) */
-        const Py_UCS1 *d = (const Py_UCS1 *)data, *p;
-        if (memchr(d + 1, '/', (size_t)(n - 1)) != NULL) {
-            return Py_None;
-        }
-        for (p = memchr(d + 1, ',', (size_t)(n - 1)); p != NULL; p = memchr(p + 1, ',', (size_t)(d + n - p - 1))) {
-            i = p - d;
-            if (i + 2 >= n || d[i + 1] != ' ' || d[i + 2] != '%') {
-                return Py_None;
-            }
-            commas++;
-        }
-        return names_between(t, text, 1, commas, 3);
+    if (find_char(kind, data, 1, n, '/') >= 0) {
+        return Py_None;
     }
-    for (i = 1; i < n; i++) {
-        Py_UCS4 c = CH(i);
-        if (c == ',') {
-            if (i + 2 >= n || CH(i + 1) != ' ' || CH(i + 2) != '%') {
-                return Py_None;
-            }
-            commas++;
-        } else if (c == '/') {
+    for (i = find_char(kind, data, 1, n, ','); i >= 0; i = find_char(kind, data, i + 1, n, ',')) {
+        if (i + 2 >= n || CH(i + 1) != ' ' || CH(i + 2) != '%') {
             return Py_None;
         }
+        commas++;
     }
     return names_between(t, text, 1, commas, 3);
 }

@@ -178,25 +178,31 @@ class Report(ReportAssertions):
     def _document(self, tables_as_rows: bool, ahead: dict[str, Any] | None = None) -> dict[str, Any]:
         """``to_dict``; with ``tables_as_rows``, the tables as ``result._json_text.Rows`` (their columns), which
         ``dumps_indent1`` prints as the lists of dicts without the dicts being made (``to_json``). ``ahead``: the
-        values of some keys made already (``_json_pieces``)."""
+        ``_memory_free_parts`` made already (``_json_pieces``)."""
         from hloscope.roofline.chips import chip_to_dict
 
-        ahead = ahead or {}
         memory = [fp.to_dict() for fp in self.memory]  # first: it fills the modules' peak_bytes
+        parts = ahead if ahead is not None else self._memory_free_parts(tables_as_rows)
         return {
             "schema": SCHEMA,
             "chip": chip_to_dict(self.chip),
             "modules": _records(self.table("modules"), rows=tables_as_rows),
-            "ops": ahead["ops"] if "ops" in ahead else self._ops_records(tables_as_rows),
+            "ops": parts["ops"],
             "coverage": self.coverage,
             "notes": self.notes,
             "compiled_for": self.compiled_for,
             "memory": memory,
-            "advice": ahead["advice"] if "advice" in ahead else _records(self._advice_table(), rows=tables_as_rows),
+            "advice": parts["advice"],
             "steps": _records(self.steps, rows=tables_as_rows) if self.steps is not None else [],
             "gaps": _records(self.gaps, rows=tables_as_rows) if self.gaps is not None else [],
             "stragglers": _records(self.stragglers, rows=tables_as_rows) if self.stragglers is not None else [],
         }
+
+    def _memory_free_parts(self, tables_as_rows: bool) -> dict[str, Any]:
+        """The document's ``ops`` and ``advice``, which no memory footprint changes (``_json_pieces`` prints them
+        before the footprints are read)."""
+        return {"ops": self._ops_records(tables_as_rows),
+                "advice": _records(self._advice_table(), rows=tables_as_rows)}
 
     def _ops_records(self, tables_as_rows: bool) -> Any:
         """The document's ``ops``: ``_records`` of the ops table, each row's ``caveats`` a list of its flags."""
@@ -234,8 +240,7 @@ class Report(ReportAssertions):
 
         ahead = None
         if before_memory is not None:
-            ahead = {"ops": printed_ahead(self._ops_records(True), 1),
-                     "advice": printed_ahead(_records(self._advice_table(), rows=True), 1)}
+            ahead = {key: printed_ahead(value, 1) for key, value in self._memory_free_parts(True).items()}
             before_memory()
         return pieces_indent1(self._document(tables_as_rows=True, ahead=ahead))
 

@@ -262,7 +262,7 @@ def _module_columns(mc: ModuleCost, chip: ChipSpec, per_chip: int, measured: Map
     n, flops_f, trans_f, reads_f, writes_f, comms_f, work_f, hbm_f, plain = (
         np.frombuffer(numbers, float).reshape(_NUMBERS, count))
     opcode_codes, opcode_names = _coded(opcodes)  # (by value: equal opcodes need not be one object)
-    lookups = _RowLookups(module, insts, rows, opcodes, shapes, opcode_codes, opcode_names)
+    lookups = _RowLookups(module, insts, rows, shapes, opcode_codes, opcode_names)
     dtype_codes, dtype_names = lookups.dtype_codes()
     peaks = [chip.peak_flops_for(d) for d in dtype_names]
     peak = np.array([p[0] for p in peaks], dtype=float)[dtype_codes]
@@ -411,14 +411,15 @@ class _RowLookups:
     and its category its opcode's, except for the opcodes that read called computations or operands
     (``_READS_MORE``), which are looked up row by row."""
 
-    __slots__ = ("module", "insts", "rows", "opcodes", "shape_codes", "_distinct_shapes", "_more")
+    __slots__ = ("module", "insts", "rows", "shape_codes", "_distinct_shapes", "_more")
 
-    def __init__(self, module, insts: list, rows: list, opcodes: list[str], shapes: list, opcode_codes: np.ndarray,
+    def __init__(self, module, insts: list, rows: list, shapes: list, opcode_codes: np.ndarray,
                  opcode_names: list[str]):
+        """``opcode_codes`` and ``opcode_names``: the rows' opcodes as ``_coded`` gives them."""
         import numpy as np
 
         self.module = module
-        self.insts, self.rows, self.opcodes = insts, rows, opcodes
+        self.insts, self.rows = insts, rows
         self.shape_codes, self._distinct_shapes = _identity_coded(shapes)  # (the parser shares one per text)
         # (the rows of those opcodes found by their codes, ``_coded(opcodes)``: no string hashed per row)
         more = [k for k, name in enumerate(opcode_names) if name in _READS_MORE]
