@@ -12,6 +12,13 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 # Tests that make deviceless TPU topologies themselves (not through hloscope.compile, which sets it) would
 # otherwise fail on libtpu's /tmp/libtpu_lockfile when two xdist workers load libtpu at once; no TPU is driven.
 os.environ.setdefault("ALLOW_MULTIPLE_LIBTPU_LOAD", "1")
+# hloscope's cache (hloscope._cache: the parsed built-in chip table) in a directory of this run, not the user's.
+if "HLOSCOPE_CACHE_DIR" not in os.environ:
+    import atexit
+    import tempfile
+
+    os.environ["HLOSCOPE_CACHE_DIR"] = tempfile.mkdtemp(prefix="hloscope-test-cache-")
+    atexit.register(shutil.rmtree, os.environ["HLOSCOPE_CACHE_DIR"], True)
 
 import pytest  # noqa: E402
 

@@ -48,6 +48,7 @@ from hloscope.roofline.chip_files import (
     builtin_chips_file,
     chips_to_toml,
     config_dir,
+    load_builtin_chip_file,
     load_chip_file,
     load_user_chips,
 )
@@ -111,7 +112,7 @@ __all__ = [
 
 @functools.cache
 def _builtin_state() -> tuple[Mapping[str, ChipSpec], LookupTables]:
-    chips = load_chip_file(builtin_chips_file(), with_builtins=False)
+    chips = load_builtin_chip_file()
     return types.MappingProxyType(chips), lookup_tables(chips)
 
 
