@@ -48,11 +48,9 @@ static int resize(Buffer *b, Py_ssize_t size) {
     return 0;
 }
 
-static int reserve(Buffer *b, Py_ssize_t more) {
+/* Room for ``more`` characters past ``b->len``: the buffer at least doubled (or made, 4096 at first). */
+static int grow(Buffer *b, Py_ssize_t more) {
     Py_ssize_t need = b->len + more, cap = b->cap ? b->cap : 4096;
-    if (need <= b->cap) {
-        return 0;
-    }
     while (cap < need) {
         cap *= 2;
     }
@@ -69,7 +67,12 @@ static int reserve(Buffer *b, Py_ssize_t more) {
     return 0;
 }
 
-static int put(Buffer *b, const char *s, Py_ssize_t n) {
+/* (inline, as put: called for every cell, twice) */
+static inline int reserve(Buffer *b, Py_ssize_t more) {
+    return b->len + more <= b->cap ? 0 : grow(b, more);
+}
+
+static inline int put(Buffer *b, const char *s, Py_ssize_t n) {
     if (reserve(b, n) < 0) {
         return -1;
     }
@@ -248,6 +251,20 @@ static int put_value(Buffer *b, PyObject *v, Py_ssize_t level, Entry *floats, En
         return put(b, "false", 5);
     }
     if (t == &PyLong_Type) {
+        int overflow;
+        long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+        if (!overflow) { /* (int.__repr__ of a value that fits in 64 bits, without making its str) */
+            char digits[24], *at = digits + sizeof digits;
+            unsigned long long u = x < 0 ? 0ULL - (unsigned long long)x : (unsigned long long)x;
+            do {
+                *--at = (char)('0' + u % 10);
+                u /= 10;
+            } while (u);
+            if (x < 0) {
+                *--at = '-';
+            }
+            return put(b, at, digits + sizeof digits - at);
+        }
         PyObject *text = PyLong_Type.tp_repr(v);
         int rc;
         if (text == NULL) {
@@ -304,9 +321,61 @@ static int float64_view(PyObject *c, Py_ssize_t nrow, Py_buffer *view) {
     return 0;
 }
 
+/* The texts between a table's values, made once for the table: per column, what precedes its value in a row
+ * (``,`` after the first cell, a newline, the cell's indentation, the key text); a row's opening (``,`` before
+ * every row but the first, a newline, the indentation, ``{``) and its closing (a newline, the indentation, ``}``).
+ * ``texts`` holds them one after another: ``at[col]`` and ``len[col]`` for the columns, then the opening and the
+ * closing at ``at[ncol]``, ``at[ncol + 1]``. NULL (an error set) when memory runs out; None ((char *)-1, no
+ * error) when a key text is not an ASCII str. */
+typedef struct {
+    char *texts;
+    Py_ssize_t *at, *len;
+} Joints;
+
+static int make_joints(Joints *j, PyObject *keys, Py_ssize_t ncol, Py_ssize_t level) {
+    Py_ssize_t col, size = 0, at = 0;
+    for (col = 0; col < ncol; col++) {
+        PyObject *k = PyList_GET_ITEM(keys, col);
+        if (!PyUnicode_CheckExact(k) || !PyUnicode_IS_ASCII(k)) {
+            return 1;
+        }
+        size += 2 + level + 2 + PyUnicode_GET_LENGTH(k);
+    }
+    size += 2 * (2 + level + 1 + 1);
+    j->texts = PyMem_Malloc((size_t)size);
+    j->at = PyMem_Calloc((size_t)ncol + 2, sizeof(Py_ssize_t));
+    j->len = PyMem_Calloc((size_t)ncol + 2, sizeof(Py_ssize_t));
+    if (j->texts == NULL || j->at == NULL || j->len == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (col = 0; col < ncol + 2; col++) {
+        char *p = j->texts + at;
+        Py_ssize_t indent = col < ncol ? level + 2 : level + 1;
+        if ((col > 0 && col < ncol) || col == ncol) {
+            *p++ = ',';
+        }
+        *p++ = '\n';
+        memset(p, ' ', (size_t)indent);
+        p += indent;
+        if (col < ncol) {
+            PyObject *k = PyList_GET_ITEM(keys, col);
+            memcpy(p, PyUnicode_DATA(k), (size_t)PyUnicode_GET_LENGTH(k));
+            p += PyUnicode_GET_LENGTH(k);
+        } else {
+            *p++ = col == ncol ? '{' : '}';
+        }
+        j->at[col] = at;
+        j->len[col] = (p - j->texts) - at;
+        at += j->len[col];
+    }
+    return 0;
+}
+
 static PyObject *table_text(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     PyObject *keys, *columns, *out = NULL, ***items = NULL;
     Py_ssize_t ncol, nrow, level, row, col, viewed = 0;
+    Joints joints = {NULL, NULL, NULL};
     Buffer b = {NULL, 0, NULL, 0, 0};
     Entry *floats = NULL, *strings = NULL;
     Py_buffer *views = NULL;
@@ -344,10 +413,7 @@ static PyObject *table_text(PyObject *self, PyObject *const *args, Py_ssize_t na
         goto done;
     }
     for (col = 0; col < ncol; col++) {
-        PyObject *k = PyList_GET_ITEM(keys, col), *c = PyList_GET_ITEM(columns, col);
-        if (!PyUnicode_CheckExact(k) || !PyUnicode_IS_ASCII(k)) {
-            goto none;
-        }
+        PyObject *c = PyList_GET_ITEM(columns, col);
         if (PyList_CheckExact(c) && PyList_GET_SIZE(c) == nrow) {
             items[col] = PySequence_Fast_ITEMS(c);
         } else if (float64_view(c, nrow, &views[viewed])) {
@@ -359,18 +425,22 @@ static PyObject *table_text(PyObject *self, PyObject *const *args, Py_ssize_t na
     if (nrow == 0) {
         goto none;
     }
+    switch (make_joints(&joints, keys, ncol, level)) {
+    case -1: goto done;
+    case 1: goto none;
+    }
     if (reserve(&b, nrow * ncol * 32) < 0 || put(&b, "[", 1) < 0) {
         goto done;
     }
     /* (nothing below runs Python code: the lists keep their lengths and items) */
     for (row = 0; row < nrow; row++) {
-        if ((row && put(&b, ",", 1) < 0) || put_pad(&b, level + 1) < 0 || put(&b, "{", 1) < 0) {
+        int first = row == 0; /* (the first row's opening without its comma) */
+        if (put(&b, joints.texts + joints.at[ncol] + first, joints.len[ncol] - first) < 0) {
             goto done;
         }
         for (col = 0; col < ncol; col++) {
             int rc;
-            if ((col && put(&b, ",", 1) < 0) || put_pad(&b, level + 2) < 0
-                    || put_ascii(&b, PyList_GET_ITEM(keys, col)) < 0) {
+            if (put(&b, joints.texts + joints.at[col], joints.len[col]) < 0) {
                 goto done;
             }
             rc = items[col] ? put_value(&b, items[col][row], level + 2, floats, strings)
@@ -382,7 +452,7 @@ static PyObject *table_text(PyObject *self, PyObject *const *args, Py_ssize_t na
                 goto none;
             }
         }
-        if (put_pad(&b, level + 1) < 0 || put(&b, "}", 1) < 0) {
+        if (put(&b, joints.texts + joints.at[ncol + 1], joints.len[ncol + 1]) < 0) {
             goto done;
         }
     }
@@ -407,6 +477,9 @@ done:
     Py_XDECREF(b.obj);
     PyMem_Free(floats);
     PyMem_Free(strings);
+    PyMem_Free(joints.texts);
+    PyMem_Free(joints.at);
+    PyMem_Free(joints.len);
     return out;
 }
 

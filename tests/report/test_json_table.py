@@ -72,6 +72,12 @@ def test_many_rows_print_as_json_dumps_with_the_caches_full():
     assert table_text(_keys(keys), columns, 1) == _expected(keys, columns, 1)
 
 
+def test_ints_at_the_edges_of_64_bits_print_as_int_repr():
+    """Ints that fit in 64 bits are printed by the table's own digit loop, others by ``int.__repr__``."""
+    ints = [0, -1, 7, 10, -10, 2**63 - 1, -2**63, 2**63, -2**63 - 1, 2**64, 10**30, -10**30, 123456789012345678]
+    assert table_text(_keys(["n"]), [ints], 1) == _expected(["n"], [ints], 1)
+
+
 def test_float64_columns_print_their_values_with_nan_as_null():
     values = np.array([1.0, math.nan, -0.0, math.inf, -math.inf, 2.5e-310, 1e300], dtype=np.float64)
     columns = [values, ["a", "b", "c", "d", "e", "f", "g"]]
