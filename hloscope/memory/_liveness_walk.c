@@ -22,12 +22,14 @@
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h>
 
 #define MAX_OPERANDS 64
 
 static PyObject *s_parent, *s_define_time, *s_last_use, *s_shapes, *s_table_len, *s_origin, *s_share,
     *s_operand_values, *s_copy_reads, *s_sequence, *s_now, *s_element_type, *s_hbm_size_bytes, *s_tuple,
-    *s_constant, *s_temp, *s_copy, *s_start_suffix, *s_done_suffix, *s_zero, *s_minus_one;
+    *s_constant, *s_temp, *s_copy, *s_start_suffix, *s_done_suffix, *s_zero, *s_minus_one, *s_live_out, *s_post_order,
+    *s_host_size_bytes, *s_parameter, *s_output, *s_empty, *s_start, *s_end, *s_share_candidates;
 
 static int list_of(PyObject *walk, PyObject *name, PyObject **out) {
     *out = PyObject_GetAttr(walk, name);
@@ -270,10 +272,531 @@ done:
     return result;
 }
 
+
+/* make_buffers(walk, end, tiled, merged, buffer_type, pointer_bytes, granule_bytes) -> (buffers, buffer_of):
+ * hloscope.memory.liveness.py_make_buffers (the specification), its one-value buffers made here. The classes of
+ * the union-find over walk.parent, in the order of each one's smallest value, are the buffers; a class of one
+ * value v gets the buffer ``_single_buffer(walk, bid, v, end, tiled)`` makes, a larger class what
+ * ``merged(walk, bid, values, end, tiled)`` returns (values ascending). A buffer is built straight into its slots
+ * when buffer_type's __slots__ are BUFFER_SLOT_NAMES, object slots each (a dataclass(slots=True) with no
+ * __post_init__: what its __init__ would store), else by calling buffer_type with the thirteen values. */
+#define BUFFER_SLOTS 13
+static const char *const BUFFER_SLOT_NAMES[BUFFER_SLOTS] = {
+    "id", "size_bytes", "host_bytes", "start", "end", "kind", "live_out", "aliased_parameter", "is_tuple_table",
+    "defined_by", "shape", "share_candidates", "post_order"};
+
+/* The slot offsets of cls in ``offsets`` (1), or 0 (no error set) when cls is not built that way. */
+static int buffer_slots(PyObject *cls, Py_ssize_t *offsets) {
+    PyTypeObject *type = (PyTypeObject *)cls;
+    PyObject *declared, *post_init;
+    Py_ssize_t k;
+    if (!PyType_Check(cls) || type->tp_itemsize != 0 || type->tp_dictoffset != 0) {
+        return 0;
+    }
+    post_init = PyObject_GetAttrString(cls, "__post_init__");
+    if (post_init != NULL) {
+        Py_DECREF(post_init);
+        return 0;
+    }
+    PyErr_Clear();
+    declared = PyObject_GetAttrString(cls, "__slots__");
+    if (declared == NULL) {
+        PyErr_Clear();
+        return 0;
+    }
+    k = PySequence_Check(declared) ? PySequence_Size(declared) : -1;
+    Py_DECREF(declared);
+    if (k != BUFFER_SLOTS) {
+        PyErr_Clear();
+        return 0;
+    }
+    for (k = 0; k < BUFFER_SLOTS; k++) {
+        PyObject *descr = PyObject_GetAttrString(cls, BUFFER_SLOT_NAMES[k]);
+        int usable;
+        if (descr == NULL) {
+            PyErr_Clear();
+            return 0;
+        }
+        usable = Py_TYPE(descr) == &PyMemberDescr_Type;
+        if (usable) {
+            PyMemberDef *member = ((PyMemberDescrObject *)descr)->d_member;
+            usable = member->type == T_OBJECT_EX && !(member->flags & READONLY);
+            offsets[k] = member->offset;
+        }
+        Py_DECREF(descr);
+        if (!usable) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* A buffer holding ``values`` (BUFFER_SLOTS of them, borrowed): into the slots at ``offsets`` when given, else by
+ * calling cls. A new reference, NULL on error. */
+static PyObject *new_buffer(PyObject *cls, const Py_ssize_t *offsets, PyObject **values) {
+    PyObject *obj;
+    int k;
+    if (offsets == NULL) {
+        return PyObject_Vectorcall(cls, values, BUFFER_SLOTS, NULL);
+    }
+    obj = ((PyTypeObject *)cls)->tp_alloc((PyTypeObject *)cls, 0);
+    if (obj == NULL) {
+        return NULL;
+    }
+    for (k = 0; k < BUFFER_SLOTS; k++) {
+        Py_INCREF(values[k]);
+        *(PyObject **)((char *)obj + offsets[k]) = values[k];
+    }
+    return obj;
+}
+
+/* The int of a list of ints at i as a C long (-1 with an error set when it is not one). */
+static long item_long(PyObject *list, Py_ssize_t i) {
+    return PyLong_AsLong(PyList_GET_ITEM(list, i));
+}
+
+static PyObject *make_buffers(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    PyObject *walk, *end, *tiled_obj, *merged, *cls;
+    PyObject *parent_list = NULL, *define_time = NULL, *last_use = NULL, *shapes = NULL, *table_len = NULL,
+             *origin = NULL, *live_out = NULL, *post_order = NULL, *buffers = NULL, *buffer_of = NULL, *result = NULL;
+    PyObject **bids = NULL;
+    Py_ssize_t n, v, ngroups = 0, *parent = NULL, *gid = NULL, *count = NULL, offsets[BUFFER_SLOTS];
+    long pointer_bytes, granule_bytes;
+    char *is_live_out = NULL;
+    int tiled, direct;
+    (void)self;
+    if (nargs != 7) {
+        PyErr_SetString(PyExc_TypeError,
+                        "make_buffers(walk, end, tiled, merged, buffer_type, pointer_bytes, granule_bytes)");
+        return NULL;
+    }
+    walk = args[0], end = args[1], tiled_obj = args[2], merged = args[3], cls = args[4];
+    pointer_bytes = PyLong_AsLong(args[5]);
+    granule_bytes = PyLong_AsLong(args[6]);
+    if ((pointer_bytes == -1 || granule_bytes == -1) && PyErr_Occurred()) {
+        return NULL;
+    }
+    if (!PyLong_CheckExact(end) || (tiled = PyObject_IsTrue(tiled_obj)) < 0 || granule_bytes <= 0) {
+        if (!PyErr_Occurred()) {
+            PyErr_SetString(PyExc_TypeError, "make_buffers: end must be an int, granule_bytes positive");
+        }
+        return NULL;
+    }
+    direct = buffer_slots(cls, offsets);
+    if (list_of(walk, s_parent, &parent_list) < 0 || list_of(walk, s_define_time, &define_time) < 0 ||
+        list_of(walk, s_last_use, &last_use) < 0 || list_of(walk, s_shapes, &shapes) < 0 ||
+        list_of(walk, s_table_len, &table_len) < 0 || list_of(walk, s_origin, &origin) < 0) {
+        goto done;
+    }
+    live_out = PyObject_GetAttr(walk, s_live_out);
+    post_order = live_out ? PyObject_GetAttr(walk, s_post_order) : NULL;
+    if (post_order == NULL) {
+        goto done;
+    }
+    if (!PyAnySet_Check(live_out) || !PyDict_Check(post_order)) {
+        PyErr_SetString(PyExc_TypeError, "make_buffers: walk.live_out must be a set, walk.post_order a dict");
+        goto done;
+    }
+    n = PyList_GET_SIZE(parent_list);
+    if (PyList_GET_SIZE(define_time) != n || PyList_GET_SIZE(last_use) != n || PyList_GET_SIZE(shapes) != n ||
+        PyList_GET_SIZE(table_len) != n || PyList_GET_SIZE(origin) != n) {
+        PyErr_SetString(PyExc_ValueError, "make_buffers: the walk's value lists differ in length");
+        goto done;
+    }
+    parent = PyMem_Malloc(sizeof(Py_ssize_t) * (size_t)(n + 1));
+    gid = PyMem_Malloc(sizeof(Py_ssize_t) * (size_t)(n + 1));
+    count = PyMem_Calloc((size_t)n + 1, sizeof(Py_ssize_t));
+    is_live_out = PyMem_Calloc((size_t)n + 1, 1);
+    bids = PyMem_Calloc((size_t)n + 1, sizeof(PyObject *));
+    buffers = PyList_New(0);
+    buffer_of = PyList_New(n);
+    if (parent == NULL || gid == NULL || count == NULL || is_live_out == NULL || bids == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (buffers == NULL || buffer_of == NULL) {
+        goto done;
+    }
+    for (v = 0; v < n; v++) {
+        Py_ssize_t p = PyLong_AsSsize_t(PyList_GET_ITEM(parent_list, v));
+        if (p < 0 || p >= n) {
+            if (!PyErr_Occurred()) {
+                PyErr_SetString(PyExc_ValueError, "make_buffers: walk.parent holds a value id out of range");
+            }
+            goto done;
+        }
+        parent[v] = p;
+        gid[v] = -1;
+    }
+    {
+        Py_ssize_t pos = 0;
+        PyObject *item;
+        Py_hash_t hash;
+        while (_PySet_NextEntry(live_out, &pos, &item, &hash)) {
+            Py_ssize_t x = PyLong_Check(item) ? PyLong_AsSsize_t(item) : -1;
+            if (x == -1 && PyErr_Occurred()) {
+                PyErr_Clear();
+            }
+            if (x >= 0 && x < n) {
+                is_live_out[x] = 1;
+            }
+        }
+    }
+    /* The classes: a value's representative (path halving, as _Walk.find), numbered by first appearance. */
+    for (v = 0; v < n; v++) {
+        Py_ssize_t r = v;
+        while (parent[r] != r) {
+            parent[r] = parent[parent[r]];
+            r = parent[r];
+        }
+        if (gid[r] < 0) {
+            gid[r] = ngroups++;
+        }
+        count[gid[r]]++;
+        gid[v] = gid[r];
+    }
+    for (v = 0; v < ngroups; v++) {
+        if ((bids[v] = PyLong_FromSsize_t(v)) == NULL) {
+            goto done;
+        }
+    }
+    for (v = 0; v < n; v++) {
+        Py_INCREF(bids[gid[v]]);
+        PyList_SET_ITEM(buffer_of, v, bids[gid[v]]);
+    }
+    for (v = 0; v < n; v++) { /* (count[g] < 0 once its buffer is made) */
+        Py_ssize_t g = gid[v];
+        PyObject *buffer;
+        if (count[g] < 0) {
+            continue;
+        }
+        if (g != PyList_GET_SIZE(buffers)) {
+            PyErr_SetString(PyExc_SystemError, "make_buffers: classes out of order");
+            goto done;
+        }
+        if (count[g] == 1) {
+            PyObject *t = PyList_GET_ITEM(origin, v), *kind, *shape = PyList_GET_ITEM(shapes, v), *values[BUFFER_SLOTS];
+            PyObject *start = PyList_GET_ITEM(define_time, v), *stop = PyList_GET_ITEM(last_use, v), *size, *host;
+            PyObject *defined_by, *order;
+            int lo = is_live_out[v], is_parameter, cmp;
+            long a = PyLong_AsLong(start), b = PyLong_AsLong(stop);
+            if ((a == -1 || b == -1) && PyErr_Occurred()) {
+                goto done;
+            }
+            if (!PyTuple_CheckExact(t) || PyTuple_GET_SIZE(t) != 3 || !PyUnicode_Check(PyTuple_GET_ITEM(t, 2))) {
+                PyErr_SetString(PyExc_TypeError, "make_buffers: walk.origin must hold (computation, instruction, kind)");
+                goto done;
+            }
+            if (b < a) {
+                stop = start;
+            }
+            kind = PyTuple_GET_ITEM(t, 2);
+            is_parameter = PyUnicode_Compare(kind, s_parameter) == 0;
+            if (is_parameter) {
+                start = s_zero;
+                stop = end;
+            } else if (lo) {
+                kind = s_output;
+                stop = end;
+            } else if ((cmp = PyUnicode_Compare(kind, s_constant)) != 0) {
+                if (cmp == -1 && PyErr_Occurred()) {
+                    goto done;
+                }
+                kind = s_temp;
+            }
+            if (shape == Py_None) {
+                long entries = item_long(table_len, v), bytes;
+                if (entries == -1 && PyErr_Occurred()) {
+                    goto done;
+                }
+                bytes = pointer_bytes * entries;
+                if (tiled) {
+                    bytes = (bytes + granule_bytes - 1) / granule_bytes * granule_bytes;
+                }
+                size = PyLong_FromLong(bytes);
+                host = s_zero;
+                Py_INCREF(host);
+            } else {
+                size = PyObject_GetAttr(shape, s_hbm_size_bytes);
+                host = size ? PyObject_GetAttr(shape, s_host_size_bytes) : NULL;
+            }
+            defined_by = host ? PyTuple_Pack(2, PyTuple_GET_ITEM(t, 0), PyTuple_GET_ITEM(t, 1)) : NULL;
+            order = defined_by ? PyDict_GetItemWithError(post_order, defined_by) : NULL;
+            if (defined_by == NULL || (order == NULL && PyErr_Occurred())) {
+                Py_XDECREF(size);
+                Py_XDECREF(host);
+                Py_XDECREF(defined_by);
+                goto done;
+            }
+            values[0] = bids[g], values[1] = size, values[2] = host, values[3] = start, values[4] = stop;
+            values[5] = kind, values[6] = lo ? Py_True : Py_False;
+            values[7] = is_parameter && lo ? Py_True : Py_False;
+            values[8] = shape == Py_None ? Py_True : Py_False;
+            values[9] = defined_by, values[10] = shape, values[11] = s_empty, values[12] = order ? order : s_zero;
+            buffer = new_buffer(cls, direct ? offsets : NULL, values);
+            Py_DECREF(size);
+            Py_DECREF(host);
+            Py_DECREF(defined_by);
+        } else {
+            PyObject *members = PyList_New(count[g]);
+            Py_ssize_t w, k = 0;
+            if (members == NULL) {
+                goto done;
+            }
+            for (w = v; w < n && k < count[g]; w++) {
+                if (gid[w] == g) {
+                    PyObject *value = PyLong_FromSsize_t(w);
+                    if (value == NULL) {
+                        Py_DECREF(members);
+                        goto done;
+                    }
+                    PyList_SET_ITEM(members, k++, value);
+                }
+            }
+            buffer = PyObject_CallFunctionObjArgs(merged, walk, bids[g], members, end, tiled_obj, NULL);
+            Py_DECREF(members);
+        }
+        if (buffer == NULL || PyList_Append(buffers, buffer) < 0) {
+            Py_XDECREF(buffer);
+            goto done;
+        }
+        Py_DECREF(buffer);
+        count[g] = -1;
+    }
+    result = PyTuple_Pack(2, buffers, buffer_of);
+done:
+    if (bids != NULL) {
+        for (v = 0; v < ngroups; v++) {
+            Py_XDECREF(bids[v]);
+        }
+    }
+    PyMem_Free(bids);
+    PyMem_Free(parent);
+    PyMem_Free(gid);
+    PyMem_Free(count);
+    PyMem_Free(is_live_out);
+    Py_XDECREF(buffers);
+    Py_XDECREF(buffer_of);
+    Py_XDECREF(parent_list);
+    Py_XDECREF(define_time);
+    Py_XDECREF(last_use);
+    Py_XDECREF(shapes);
+    Py_XDECREF(table_len);
+    Py_XDECREF(origin);
+    Py_XDECREF(live_out);
+    Py_XDECREF(post_order);
+    return result;
+}
+
+/* The buffer id of value ``v`` (borrowed from buffer_of), or NULL with an error when v is out of range. */
+static PyObject *buffer_id(PyObject *buffer_of, PyObject *v) {
+    Py_ssize_t i = PyLong_AsSsize_t(v);
+    if (i < 0 || i >= PyList_GET_SIZE(buffer_of)) {
+        if (!PyErr_Occurred()) {
+            PyErr_SetString(PyExc_IndexError, "link_buffers: a value id out of range");
+        }
+        return NULL;
+    }
+    return PyList_GET_ITEM(buffer_of, i);
+}
+
+/* The buffer ids of the value ids of a tuple ``values``, as a new tuple (a list for copy reads: ``as_list``). */
+static PyObject *buffer_ids(PyObject *buffer_of, PyObject *values, int as_list) {
+    Py_ssize_t k, n;
+    PyObject *out;
+    if (!PyTuple_Check(values)) {
+        PyErr_SetString(PyExc_TypeError, "link_buffers: operand values must be tuples");
+        return NULL;
+    }
+    n = PyTuple_GET_SIZE(values);
+    out = as_list ? PyList_New(n) : PyTuple_New(n);
+    if (out == NULL) {
+        return NULL;
+    }
+    for (k = 0; k < n; k++) {
+        PyObject *bid = buffer_id(buffer_of, PyTuple_GET_ITEM(values, k));
+        if (bid == NULL) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        Py_INCREF(bid);
+        if (as_list) {
+            PyList_SET_ITEM(out, k, bid);
+        } else {
+            PyTuple_SET_ITEM(out, k, bid);
+        }
+    }
+    return out;
+}
+
+/* Whether attribute ``name`` of buffers[bid] equals ``time``: 1, 0, or -1 with an error. */
+static int buffer_at_time(PyObject *buffers, PyObject *bid, PyObject *name, PyObject *time) {
+    Py_ssize_t i = PyLong_AsSsize_t(bid);
+    PyObject *value;
+    int eq;
+    if (i < 0 || i >= PyList_GET_SIZE(buffers)) {
+        if (!PyErr_Occurred()) {
+            PyErr_SetString(PyExc_IndexError, "link_buffers: a buffer id out of range");
+        }
+        return -1;
+    }
+    value = PyObject_GetAttr(PyList_GET_ITEM(buffers, i), name);
+    if (value == NULL) {
+        return -1;
+    }
+    eq = PyObject_RichCompareBool(value, time, Py_EQ);
+    Py_DECREF(value);
+    return eq;
+}
+
+/* link_buffers(walk, buffers, buffer_of, operand_buffers, copies_of) -> None: hloscope.memory.liveness.
+ * py_link_buffers (the specification), the same entries in the same order. */
+static PyObject *link_buffers(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    PyObject *walk, *buffers, *buffer_of, *operand_buffers, *copies_of;
+    PyObject *share = NULL, *operand_values = NULL, *copy_reads = NULL, *shares = NULL, *key, *value;
+    Py_ssize_t i, pos;
+    (void)self;
+    if (nargs != 5 || !PyList_CheckExact(args[1]) || !PyList_CheckExact(args[2]) || !PyDict_CheckExact(args[3])
+            || !PyDict_CheckExact(args[4])) {
+        PyErr_SetString(PyExc_TypeError,
+                        "link_buffers(walk, buffers: list, buffer_of: list, operand_buffers: dict, copies_of: dict)");
+        return NULL;
+    }
+    walk = args[0], buffers = args[1], buffer_of = args[2], operand_buffers = args[3], copies_of = args[4];
+    if (list_of(walk, s_share, &share) < 0) {
+        return NULL;
+    }
+    operand_values = PyObject_GetAttr(walk, s_operand_values);
+    copy_reads = operand_values ? PyObject_GetAttr(walk, s_copy_reads) : NULL;
+    shares = copy_reads ? PyDict_New() : NULL;
+    if (shares == NULL) {
+        goto fail;
+    }
+    if (!PyDict_Check(operand_values) || !PyDict_Check(copy_reads)) {
+        PyErr_SetString(PyExc_TypeError, "link_buffers: walk.operand_values and walk.copy_reads must be dicts");
+        goto fail;
+    }
+    for (i = 0; i < PyList_GET_SIZE(share); i++) { /* (new value, operand value, time) */
+        PyObject *t = PyList_GET_ITEM(share, i), *b_new, *b_op, *cands;
+        int eq;
+        if (!PyTuple_CheckExact(t) || PyTuple_GET_SIZE(t) != 3) {
+            PyErr_SetString(PyExc_TypeError, "link_buffers: walk.share must hold (value, value, time) tuples");
+            goto fail;
+        }
+        b_new = buffer_id(buffer_of, PyTuple_GET_ITEM(t, 0));
+        b_op = b_new ? buffer_id(buffer_of, PyTuple_GET_ITEM(t, 1)) : NULL;
+        if (b_op == NULL) {
+            goto fail;
+        }
+        if ((eq = PyObject_RichCompareBool(b_new, b_op, Py_EQ)) != 0) {
+            if (eq < 0) {
+                goto fail;
+            }
+            continue;
+        }
+        if ((eq = buffer_at_time(buffers, b_op, s_end, PyTuple_GET_ITEM(t, 2))) <= 0 ||
+                (eq = buffer_at_time(buffers, b_new, s_start, PyTuple_GET_ITEM(t, 2))) <= 0) {
+            if (eq < 0) {
+                goto fail;
+            }
+            continue;
+        }
+        cands = PyDict_GetItemWithError(shares, b_new);
+        if (cands == NULL) {
+            if (PyErr_Occurred() || (cands = PyList_New(0)) == NULL) {
+                goto fail;
+            }
+            eq = PyDict_SetItem(shares, b_new, cands);
+            Py_DECREF(cands);
+            if (eq < 0) {
+                goto fail;
+            }
+        }
+        if (PyList_Append(cands, b_op) < 0) {
+            goto fail;
+        }
+    }
+    pos = 0;
+    while (PyDict_Next(shares, &pos, &key, &value)) {
+        PyObject *cands = PyList_AsTuple(value);
+        Py_ssize_t b = PyLong_AsSsize_t(key);
+        int rc;
+        if (cands == NULL) {
+            goto fail;
+        }
+        if (b < 0 || b >= PyList_GET_SIZE(buffers)) {
+            Py_DECREF(cands);
+            if (!PyErr_Occurred()) {
+                PyErr_SetString(PyExc_IndexError, "link_buffers: a buffer id out of range");
+            }
+            goto fail;
+        }
+        rc = PyObject_SetAttr(PyList_GET_ITEM(buffers, b), s_share_candidates, cands);
+        Py_DECREF(cands);
+        if (rc < 0) {
+            goto fail;
+        }
+    }
+    pos = 0;
+    while (PyDict_Next(operand_values, &pos, &key, &value)) {
+        PyObject *bid = buffer_id(buffer_of, key), *ids;
+        int rc;
+        if (bid == NULL || (rc = PyDict_Contains(operand_buffers, bid)) < 0) {
+            goto fail;
+        }
+        if (rc) {
+            continue;
+        }
+        if ((ids = buffer_ids(buffer_of, value, 0)) == NULL) {
+            goto fail;
+        }
+        rc = PyDict_SetItem(operand_buffers, bid, ids);
+        Py_DECREF(ids);
+        if (rc < 0) {
+            goto fail;
+        }
+    }
+    pos = 0;
+    while (PyDict_Next(copy_reads, &pos, &key, &value)) {
+        PyObject *bid = buffer_id(buffer_of, key), *ids, *set;
+        int rc;
+        if (bid == NULL || (ids = buffer_ids(buffer_of, value, 1)) == NULL) {
+            goto fail;
+        }
+        set = PyFrozenSet_New(ids);
+        Py_DECREF(ids);
+        if (set == NULL) {
+            goto fail;
+        }
+        rc = PyDict_SetItem(copies_of, bid, set);
+        Py_DECREF(set);
+        if (rc < 0) {
+            goto fail;
+        }
+    }
+    Py_DECREF(share);
+    Py_DECREF(operand_values);
+    Py_DECREF(copy_reads);
+    Py_DECREF(shares);
+    Py_RETURN_NONE;
+fail:
+    Py_XDECREF(share);
+    Py_XDECREF(operand_values);
+    Py_XDECREF(copy_reads);
+    Py_XDECREF(shares);
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
     {"plain_run", (PyCFunction)(void (*)(void))plain_run, METH_FASTCALL,
      "plain_run(walk, start, cname, names, opcodes, shapes, operand_lists, trees, needs_python, elementwise) -> "
      "int: see hloscope.memory.liveness._Walk.computation."},
+    {"make_buffers", (PyCFunction)(void (*)(void))make_buffers, METH_FASTCALL,
+     "make_buffers(walk, end, tiled, merged, buffer_type, pointer_bytes, granule_bytes) -> (buffers, buffer_of): "
+     "see hloscope.memory.liveness.py_make_buffers."},
+    {"link_buffers", (PyCFunction)(void (*)(void))link_buffers, METH_FASTCALL,
+     "link_buffers(walk, buffers, buffer_of, operand_buffers, copies_of) -> None: see "
+     "hloscope.memory.liveness.py_link_buffers."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -296,7 +819,15 @@ PyMODINIT_FUNC PyInit__liveness_walk(void) {
         intern(&s_sequence, "sequence") < 0 || intern(&s_now, "now") < 0 ||
         intern(&s_element_type, "element_type") < 0 || intern(&s_hbm_size_bytes, "hbm_size_bytes") < 0 ||
         intern(&s_tuple, "tuple") < 0 || intern(&s_constant, "constant") < 0 || intern(&s_temp, "temp") < 0 ||
-        intern(&s_copy, "copy") < 0 || intern(&s_start_suffix, "-start") < 0 || intern(&s_done_suffix, "-done") < 0) {
+        intern(&s_copy, "copy") < 0 || intern(&s_start_suffix, "-start") < 0 || intern(&s_done_suffix, "-done") < 0 ||
+        intern(&s_live_out, "live_out") < 0 || intern(&s_post_order, "post_order") < 0 ||
+        intern(&s_host_size_bytes, "host_size_bytes") < 0 || intern(&s_parameter, "parameter") < 0 ||
+        intern(&s_output, "output") < 0 || intern(&s_start, "start") < 0 || intern(&s_end, "end") < 0 ||
+        intern(&s_share_candidates, "share_candidates") < 0) {
+        return NULL;
+    }
+    s_empty = PyTuple_New(0);
+    if (s_empty == NULL) {
         return NULL;
     }
     s_zero = PyLong_FromLong(0);

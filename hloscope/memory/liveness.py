@@ -26,7 +26,7 @@ values live in registers or in the buffers of the instruction that calls them.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
 from typing import TYPE_CHECKING, Any, Union
@@ -441,6 +441,10 @@ c_post_order = compiled("hloscope.memory._post_order", "post_order")
 #: None when the extension was not built (``_Walk.computation`` takes every instruction in Python then, and with
 #: ``HLOSCOPE_PURE_PYTHON=1``).
 plain_run = compiled("hloscope.memory._liveness_walk", "plain_run")
+#: ``py_make_buffers`` in C (``hloscope/memory/_liveness_walk.c``), None when the extension was not built.
+c_make_buffers = compiled("hloscope.memory._liveness_walk", "make_buffers")
+#: ``py_link_buffers`` in C (``hloscope/memory/_liveness_walk.c``), None when the extension was not built.
+c_link_buffers = compiled("hloscope.memory._liveness_walk", "link_buffers")
 #: Opcodes ``_Walk.instruction`` takes in Python even where ``plain_run`` was built (besides every ``*-start``
 #: and ``*-done``, and results that are tuples): parameters, control flow, tuples, pass-through, aliasing.
 _NEEDS_PYTHON = frozenset({"parameter", "get-tuple-element", "tuple"}) | _CONTROL | _PASS_THROUGH | _MAY_ALIAS
@@ -561,33 +565,56 @@ def analyze_liveness(module: HloModule) -> Liveness:
     result = Liveness(sequence=walk.sequence,
                       scheduled=str(module.header_attributes.get("is_scheduled", "")).lower() == "true",
                       tiled=_tiled(module))
+    make = py_make_buffers if PURE_PYTHON or c_make_buffers is None else c_make_buffers
+    result.buffers, buffer_of = make(walk, end, result.tiled, _merged_buffer, Buffer, POINTER_BYTES, TPU_GRANULE_BYTES)
+    link = py_link_buffers if PURE_PYTHON or c_link_buffers is None else c_link_buffers
+    link(walk, result.buffers, buffer_of, result.operand_buffers, result.copies_of)
+    return result
+
+
+def py_make_buffers(walk: _Walk, end: int, tiled: bool, merged: Callable[..., Buffer], buffer_type: type,
+                    pointer_bytes: int, granule_bytes: int) -> tuple[list[Buffer], list[int]]:
+    """Every buffer of the walk's values, and per value id its buffer id: one buffer per class of the
+    union-find (``_groups``: ids in the order of each class's smallest value), made by ``_single_buffer`` for a
+    class of one value and by ``merged`` (``_merged_buffer``) for larger ones. The specification of
+    ``make_buffers`` in ``_liveness_walk.c``, which builds the one-value buffers in C (tests/memory/
+    test_liveness_walk.py holds the two equal); ``buffer_type``, ``pointer_bytes`` and ``granule_bytes`` are
+    what it needs of this module (``Buffer``, ``POINTER_BYTES``, ``TPU_GRANULE_BYTES``)."""
     buffer_of = [0] * len(walk.parent)  # value id -> buffer id (every value gets one)
-    buffers = result.buffers
+    buffers: list[Buffer] = []
     for values in _groups(walk):
         bid = len(buffers)
         if len(values) == 1:  # (most values share memory with no other: mixtral 28,446 of 29,418 buffers)
             buffer_of[values[0]] = bid
-            buffers.append(_single_buffer(walk, bid, values[0], end, result.tiled))
+            buffers.append(_single_buffer(walk, bid, values[0], end, tiled))
         else:
             for v in values:
                 buffer_of[v] = bid
-            buffers.append(_merged_buffer(walk, bid, values, end, result.tiled))
+            buffers.append(merged(walk, bid, values, end, tiled))
+    return buffers, buffer_of
+
+
+def py_link_buffers(walk: _Walk, buffers: list[Buffer], buffer_of: list[int],
+                    operand_buffers: dict[int, tuple[int, ...]], copies_of: dict[int, frozenset[int]]) -> None:
+    """What ties the buffers to each other, filled in place: each buffer's ``share_candidates`` (the operand
+    buffers whose last use is its definition, from ``walk.share``), ``operand_buffers`` (per buffer, the buffers of
+    the operands of the first instruction to define one of its values) and ``copies_of`` (per buffer a copy
+    defines, the buffers it reads). The specification of ``link_buffers`` in ``_liveness_walk.c`` (tests/memory/
+    test_liveness_walk.py holds the two equal)."""
     shares: dict[int, list[int]] = {}
     for new, operand, time in walk.share:
         b_new, b_op = buffer_of[new], buffer_of[operand]
-        if b_new != b_op and result.buffers[b_op].end == time and result.buffers[b_new].start == time:
+        if b_new != b_op and buffers[b_op].end == time and buffers[b_new].start == time:
             shares.setdefault(b_new, []).append(b_op)
     for bid, cands in shares.items():
-        result.buffers[bid].share_candidates = tuple(cands)
+        buffers[bid].share_candidates = tuple(cands)
     buffer_at = buffer_of.__getitem__
-    operand_buffers = result.operand_buffers
     for v, operands in walk.operand_values.items():
         bid = buffer_of[v]
         if bid not in operand_buffers:  # (the first value of a buffer to define one wins)
             operand_buffers[bid] = tuple(map(buffer_at, operands))
     for v, reads in walk.copy_reads.items():
-        result.copies_of[buffer_of[v]] = frozenset(map(buffer_at, reads))
-    return result
+        copies_of[buffer_of[v]] = frozenset(map(buffer_at, reads))
 
 
 def _groups(walk: _Walk) -> list[list[int]]:

@@ -1,10 +1,12 @@
 """The memory model's walk over plain instructions in C (``_liveness_walk.plain_run``) equals the Python walk
 (``liveness._Walk.instruction``, its specification) on every computation the walk reaches in the fixture and
 corpus modules -- every list and dict the walk fills, value by value -- and a small computation's walk is the
-one worked by hand."""
+one worked by hand. The buffers made of the walk's values in C (``_liveness_walk.make_buffers``) equal those of
+``liveness.py_make_buffers`` on the same modules, built into a dataclass's slots or by calling another class."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -13,6 +15,8 @@ from hloscope.memory import liveness
 from hloscope.parsers import parse_hlo_text
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "hlo"
+_C_MAKE_BUFFERS = liveness.c_make_buffers
+_C_LINK_BUFFERS = liveness.c_link_buffers
 #: What a walk fills, in the order it fills them.
 STATE = ("sequence", "parent", "define_time", "last_use", "shapes", "table_len", "origin", "share",
          "operand_values", "copy_reads", "entry_params", "post_order", "now")
@@ -23,10 +27,17 @@ def plain_run(compiled_twin):
     return compiled_twin(liveness.plain_run, "hloscope.memory._liveness_walk")
 
 
+@pytest.fixture(scope="module")
+def make_buffers(compiled_twin):
+    return compiled_twin(liveness.c_make_buffers, "hloscope.memory._liveness_walk")
+
+
 def _walk(text: str, run, monkeypatch) -> tuple[dict, liveness.Liveness]:
     """The walk's state and the liveness of the module ``text``, with ``run`` as ``plain_run`` (None: the
-    Python walk for every instruction)."""
+    Python walk for every instruction, and ``py_make_buffers``; else ``make_buffers`` in C too)."""
     monkeypatch.setattr(liveness, "plain_run", run)
+    monkeypatch.setattr(liveness, "c_make_buffers", None if run is None else _C_MAKE_BUFFERS)
+    monkeypatch.setattr(liveness, "c_link_buffers", None if run is None else _C_LINK_BUFFERS)
     module = parse_hlo_text(text)
     walk = liveness._Walk(module)
     walk.computation(module.entry, [])
@@ -132,3 +143,99 @@ def test_bad_arguments(plain_run) -> None:
     walk.parent = ()
     with pytest.raises(TypeError, match="walk.parent must be a list"):
         plain_run(walk, 0, "main", names, opcodes, shapes, operands, {}, frozenset(), frozenset())
+
+
+def _walked(text: str) -> tuple[liveness._Walk, int, bool]:
+    """A walk of ``text``'s module up to where ``analyze_liveness`` makes its buffers: (walk, end, tiled)."""
+    module = parse_hlo_text(text)
+    walk = liveness._Walk(module)
+    root = walk.computation(module.entry, [])
+    walk.merge(root, root)
+    for v in walk.leaves(root):
+        walk.live_out.add(v)
+    return walk, len(walk.sequence) - 1, liveness._tiled(module)
+
+
+def _fields(b) -> tuple:
+    return tuple(getattr(b, name) for name in (
+        "id", "size_bytes", "host_bytes", "start", "end", "kind", "live_out", "aliased_parameter", "is_tuple_table",
+        "defined_by", "shape", "share_candidates", "post_order"))
+
+
+@dataclasses.dataclass
+class _NotSlotted:
+    """Buffer's fields in a class without slots: make_buffers calls it instead of filling slots."""
+
+    id: int
+    size_bytes: int
+    host_bytes: int
+    start: int
+    end: int
+    kind: str
+    live_out: bool
+    aliased_parameter: bool
+    is_tuple_table: bool
+    defined_by: tuple
+    shape: object
+    share_candidates: tuple = ()
+    post_order: int = 0
+
+
+def test_buffers_made_in_c_are_the_python_ones(make_buffers) -> None:
+    """A module with merged values (a while loop's state), tuple tables and live-out parameters, tiled and not,
+    into Buffer's slots and through a class it must call."""
+    text = (FIXTURES / "cpu_transformer_scan.hlo.txt").read_text()
+    for tiled in (False, True):
+        walk, end, _ = _walked(text)
+        args = (end, tiled, liveness._merged_buffer, liveness.Buffer, liveness.POINTER_BYTES,
+                liveness.TPU_GRANULE_BYTES)
+        want, want_of = liveness.py_make_buffers(walk, *args)
+        assert any(b.is_tuple_table for b in want) and any(b.kind == "parameter" for b in want)
+        assert len(want) < len(walk.parent)  # (some values share a buffer)
+        got, got_of = make_buffers(walk, *args)
+        assert got == want and got_of == want_of
+        assert all(type(b) is liveness.Buffer for b in got)
+        called, called_of = make_buffers(walk, end, tiled, liveness._merged_buffer, _NotSlotted,
+                                         liveness.POINTER_BYTES, liveness.TPU_GRANULE_BYTES)
+        assert called_of == want_of
+        assert [_fields(b) for b in called] == [_fields(b) for b in want]
+        assert any(type(b) is _NotSlotted for b in called)
+
+
+def test_links_made_in_c_are_the_python_ones(make_buffers, corpus_dir) -> None:
+    """Share candidates, operand buffers and copies, entry for entry and in order, on a fixture and on llama (876
+    merged buffers, thousands of share candidates)."""
+    link_buffers = liveness.c_link_buffers
+    assert link_buffers is not None
+    texts = [(FIXTURES / "cpu_transformer_scan_grad.hlo.txt").read_text()]
+    texts += [p.read_text() for p in sorted((corpus_dir / "hlo_generic").glob("*llama31_8b_bf16_1x8.hlo"))]
+    for text in texts:
+        walk, end, tiled = _walked(text)
+        linked = []
+        for link in (liveness.py_link_buffers, link_buffers):
+            buffers, buffer_of = make_buffers(walk, end, tiled, liveness._merged_buffer, liveness.Buffer, 8, 512)
+            operand_buffers, copies_of = {}, {}
+            link(walk, buffers, buffer_of, operand_buffers, copies_of)
+            linked.append(([b.share_candidates for b in buffers], list(operand_buffers.items()),
+                           list(copies_of.items())))
+        assert linked[1] == linked[0]
+        shares, operands, copies = linked[0]
+        assert sum(map(bool, shares)) > 10 and len(operands) > 100 and copies
+
+
+def test_make_buffers_refuses_a_bad_walk(make_buffers) -> None:
+    walk, end, tiled = _walked(SMALL)
+    args = (end, tiled, liveness._merged_buffer, liveness.Buffer, 8, 512)
+    with pytest.raises(TypeError, match="make_buffers"):
+        make_buffers(walk, end)
+    walk.parent[3] = 99
+    with pytest.raises(ValueError, match="out of range"):
+        make_buffers(walk, *args)
+    walk, end, tiled = _walked(SMALL)
+    walk.origin.pop()
+    with pytest.raises(ValueError, match="differ in length"):
+        make_buffers(walk, *args)
+    walk, end, tiled = _walked(SMALL)
+    walk.live_out = list(walk.live_out)
+    with pytest.raises(TypeError, match="live_out must be a set"):
+        make_buffers(walk, *args)
