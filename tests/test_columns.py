@@ -296,3 +296,24 @@ def test_columns_the_same_in_any_order_are_kept_as_they_are() -> None:
     kept = table_from_columns(columns, order, frozenset({"nan"}))
     _assert_same_frame(kept.frame(), frame_from_columns(columns, order))
     assert kept.stored("nan") is nan and column_list(kept, "x") == [3.0, 1.0, 2.0]
+
+
+def test_advice_reads_coded_columns_as_it_reads_the_frame(fixtures_dir) -> None:
+    """``OpsColumns.equal`` on a coded column (compared by its categories) is the row-by-row comparison the
+    DataFrame of the same table gets."""
+    from types import SimpleNamespace
+
+    from hloscope.advice._common import OpsColumns
+
+    report = hloscope.analyze(fixtures_dir / "hlo" / "tpu-v5e_collectives.hlo.txt", chip="tpu-v5e")
+    table = report.table("ops")
+    assert isinstance(table, ColumnTable) and column_codes(table, "category") is not None
+    coded, framed = OpsColumns(report), OpsColumns(SimpleNamespace(ops=report.ops))
+    assert isinstance(framed.table, pd.DataFrame)
+    hits = 0
+    for name, value in [("category", "collective"), ("category", "matmul"), ("bound", "memory"),
+                        ("bound", "communication"), ("opcode", "fusion"), ("category", "no such"), ("bound", 3)]:
+        got, want = coded.equal(name, value), framed.equal(name, value)
+        assert got.dtype == bool and np.array_equal(got, want), (name, value)
+        hits += int(want.sum())
+    assert hits > 0

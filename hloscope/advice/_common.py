@@ -86,12 +86,20 @@ class OpsColumns:
         return found
 
     def equal(self, name: str, value: str) -> Any:
-        """A bool array: rows whose column ``name`` equals ``value``."""
+        """A bool array: rows whose column ``name`` equals ``value`` (by the column's codes where it keeps them:
+        its few distinct strings compared, not every row's)."""
         from itertools import repeat
         from operator import eq
 
         import numpy as np
 
+        from hloscope._columns import column_codes
+
+        coded = column_codes(self.table, name)
+        if coded is not None:
+            codes, categories = coded
+            hits = np.fromiter(map(eq, categories.tolist(), repeat(value)), bool, len(categories))
+            return hits[codes]
         column = self.column(name)
         return np.fromiter(map(eq, column, repeat(value)), bool, len(column))
 

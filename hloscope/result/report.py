@@ -10,7 +10,7 @@ from pathlib import Path
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from hloscope._columns import ColumnTable, column_array, column_list, dtype_kinds
+from hloscope._columns import ColumnTable, column_array, column_codes, column_list, dtype_kinds
 from hloscope.errors import ReportSchemaError
 from hloscope.result.assertions import ReportAssertions
 
@@ -209,17 +209,16 @@ class Report(ReportAssertions):
         def caveat_list(caveats: str | None) -> list[str]:
             return [f for f in caveats.split(",") if f] if caveats else []
 
-        lists: dict = {}
+        class SharedLists(dict):
+            """``caveat_list`` of each distinct text, made on its first lookup and shared by its rows (printed,
+            never handed out): a row's lookup is ``dict.__getitem__`` in C."""
 
-        def shared_caveat_list(caveats: str | None) -> list[str]:
-            """``caveat_list``, one list per distinct text shared by its rows (printed, never handed out)."""
-            found = lists.get(caveats)
-            if found is None:
-                found = lists[caveats] = caveat_list(caveats)
-            return found
+            def __missing__(self, caveats: str | None) -> list[str]:
+                found = self[caveats] = caveat_list(caveats)
+                return found
 
-        return _records(self.table("ops"), convert={"caveats": shared_caveat_list if tables_as_rows else caveat_list},
-                        rows=tables_as_rows)
+        convert = SharedLists().__getitem__ if tables_as_rows else caveat_list
+        return _records(self.table("ops"), convert={"caveats": convert}, rows=tables_as_rows)
 
     def to_json(self, indent: int | None = 1) -> str:
         if indent == 1:  # (the default: the same text as json.dumps(self.to_dict()), printed faster from the
@@ -427,7 +426,8 @@ def _records(df: ColumnTable | pd.DataFrame, convert: dict[str, Any] | None = No
             values = column_list(df, name)
         else:
             values = column_list(df, name)
-            if not set(map(type, values)) <= as_they_are:
+            coded = column_codes(df, name)  # (a coded column's values are among its few categories: their types)
+            if not set(map(type, values if coded is None else coded[1].tolist())) <= as_they_are:
                 values = [_clean_value(v) for v in values]
         if convert is not None and name in convert:
             values = list(map(convert[name], values))
