@@ -162,23 +162,10 @@ def _fields(b) -> tuple:
         "defined_by", "shape", "share_candidates", "post_order"))
 
 
-@dataclasses.dataclass
-class _NotSlotted:
-    """Buffer's fields in a class without slots: make_buffers calls it instead of filling slots."""
-
-    id: int
-    size_bytes: int
-    host_bytes: int
-    start: int
-    end: int
-    kind: str
-    live_out: bool
-    aliased_parameter: bool
-    is_tuple_table: bool
-    defined_by: tuple
-    shape: object
-    share_candidates: tuple = ()
-    post_order: int = 0
+#: Buffer's fields in a class without slots (a plain dataclass): make_buffers calls it instead of filling slots.
+_NotSlotted = dataclasses.make_dataclass("_NotSlotted", [
+    (f.name, f.type) if f.default is dataclasses.MISSING else (f.name, f.type, dataclasses.field(default=f.default))
+    for f in dataclasses.fields(liveness.Buffer)])
 
 
 def test_buffers_made_in_c_are_the_python_ones(make_buffers) -> None:
