@@ -28,14 +28,16 @@ _KEY = f"hloscope-cache/1 python {sys.version_info[0]}.{sys.version_info[1]} mar
 
 
 def cache_dir() -> Path | None:
-    """hloscope's cache directory (it need not exist), or None when ``$HLOSCOPE_CACHE_DIR`` is set empty."""
+    """hloscope's cache directory (it need not exist), or None when ``$HLOSCOPE_CACHE_DIR`` is set empty (or
+    there is no home directory to put it in)."""
     explicit = os.environ.get("HLOSCOPE_CACHE_DIR")
     if explicit is not None:
         return Path(explicit).expanduser() if explicit else None
     xdg = os.environ.get("XDG_CACHE_HOME")
     if xdg:
         return Path(xdg).expanduser() / "hloscope"
-    return Path.home() / ".cache" / "hloscope"
+    home = Path(os.path.expanduser("~"))
+    return home / ".cache" / "hloscope" if home.is_absolute() else None  # (no home: no cache, not one in ./~)
 
 
 def _entry(name: str, source: bytes) -> Path | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime
 import marshal
+import os
 import tomllib
 import zlib
 from pathlib import Path
@@ -77,6 +78,10 @@ def test_default_directory_follows_xdg(monkeypatch, tmp_path):
     monkeypatch.delenv("XDG_CACHE_HOME")
     monkeypatch.setenv("HOME", str(tmp_path))
     assert _cache.cache_dir() == tmp_path / ".cache" / "hloscope"
+    monkeypatch.setattr(os.path, "expanduser", lambda path: path)  # (no home directory: "~" stays "~")
+    assert _cache.cache_dir() is None
+    _cache.store("x", b"abc", 1)
+    assert _cache.load("x", b"abc") is None
 
 
 def test_builtin_table_from_the_cache_is_the_table_tomllib_reads(cache, monkeypatch):

@@ -360,7 +360,8 @@ static PyObject *make_buffers(PyObject *self, PyObject *const *args, Py_ssize_t 
     PyObject *parent_list = NULL, *define_time = NULL, *last_use = NULL, *shapes = NULL, *table_len = NULL,
              *origin = NULL, *live_out = NULL, *post_order = NULL, *buffers = NULL, *buffer_of = NULL, *result = NULL;
     PyObject **bids = NULL;
-    Py_ssize_t n, v, ngroups = 0, *parent = NULL, *gid = NULL, *count = NULL, offsets[BUFFER_SLOTS];
+    Py_ssize_t n, v, ngroups = 0, *parent = NULL, *gid = NULL, *count = NULL, *first = NULL, *next;
+    Py_ssize_t offsets[BUFFER_SLOTS];
     long pointer_bytes, granule_bytes;
     char *is_live_out = NULL;
     int tiled, direct;
@@ -429,17 +430,23 @@ static PyObject *make_buffers(PyObject *self, PyObject *const *args, Py_ssize_t 
         gid[v] = -1;
     }
     {
-        Py_ssize_t pos = 0;
-        PyObject *item;
-        Py_hash_t hash;
-        while (_PySet_NextEntry(live_out, &pos, &item, &hash)) {
+        PyObject *iter = PyObject_GetIter(live_out), *item;
+        if (iter == NULL) {
+            goto done;
+        }
+        while ((item = PyIter_Next(iter)) != NULL) { /* (a value id out of range, or not an int, is no value's) */
             Py_ssize_t x = PyLong_Check(item) ? PyLong_AsSsize_t(item) : -1;
+            Py_DECREF(item);
             if (x == -1 && PyErr_Occurred()) {
                 PyErr_Clear();
             }
             if (x >= 0 && x < n) {
                 is_live_out[x] = 1;
             }
+        }
+        Py_DECREF(iter);
+        if (PyErr_Occurred()) {
+            goto done;
         }
     }
     /* The classes: a value's representative (path halving, as _Walk.find), numbered by first appearance. */
@@ -463,6 +470,21 @@ static PyObject *make_buffers(PyObject *self, PyObject *const *args, Py_ssize_t 
     for (v = 0; v < n; v++) {
         Py_INCREF(bids[gid[v]]);
         PyList_SET_ITEM(buffer_of, v, bids[gid[v]]);
+    }
+    /* Each class's values in ascending order, as a linked list: ``first[g]``, then ``next[v]`` (-1 ends it); the
+     * union-find's array is free for ``next`` now, ``count``'s for nothing else. */
+    first = PyMem_Malloc(sizeof(Py_ssize_t) * (size_t)(ngroups + 1));
+    if (first == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    next = parent;
+    for (v = 0; v < ngroups; v++) {
+        first[v] = -1;
+    }
+    for (v = n - 1; v >= 0; v--) {
+        next[v] = first[gid[v]];
+        first[gid[v]] = v;
     }
     for (v = 0; v < n; v++) { /* (count[g] < 0 once its buffer is made) */
         Py_ssize_t g = gid[v];
@@ -513,7 +535,9 @@ static PyObject *make_buffers(PyObject *self, PyObject *const *args, Py_ssize_t 
                 if (tiled) {
                     bytes = (bytes + granule_bytes - 1) / granule_bytes * granule_bytes;
                 }
-                size = PyLong_FromLong(bytes);
+                if ((size = PyLong_FromLong(bytes)) == NULL) {
+                    goto done;
+                }
                 host = s_zero;
                 Py_INCREF(host);
             } else {
@@ -543,18 +567,27 @@ static PyObject *make_buffers(PyObject *self, PyObject *const *args, Py_ssize_t 
             if (members == NULL) {
                 goto done;
             }
-            for (w = v; w < n && k < count[g]; w++) {
-                if (gid[w] == g) {
-                    PyObject *value = PyLong_FromSsize_t(w);
-                    if (value == NULL) {
-                        Py_DECREF(members);
-                        goto done;
-                    }
-                    PyList_SET_ITEM(members, k++, value);
+            for (w = first[g]; w >= 0 && k < count[g]; w = next[w]) {
+                PyObject *value = PyLong_FromSsize_t(w);
+                if (value == NULL) {
+                    Py_DECREF(members);
+                    goto done;
                 }
+                PyList_SET_ITEM(members, k++, value);
+            }
+            if (k != count[g]) {
+                Py_DECREF(members);
+                PyErr_SetString(PyExc_SystemError, "make_buffers: a class lost its values");
+                goto done;
             }
             buffer = PyObject_CallFunctionObjArgs(merged, walk, bids[g], members, end, tiled_obj, NULL);
             Py_DECREF(members);
+            if (buffer != NULL && (PyList_GET_SIZE(define_time) != n || PyList_GET_SIZE(last_use) != n ||
+                    PyList_GET_SIZE(shapes) != n || PyList_GET_SIZE(table_len) != n || PyList_GET_SIZE(origin) != n)) {
+                Py_DECREF(buffer); /* (merged changed the walk's lists under this loop, which reads them) */
+                PyErr_SetString(PyExc_RuntimeError, "make_buffers: merged changed the walk's value lists");
+                goto done;
+            }
         }
         if (buffer == NULL || PyList_Append(buffers, buffer) < 0) {
             Py_XDECREF(buffer);
@@ -571,6 +604,7 @@ done:
         }
     }
     PyMem_Free(bids);
+    PyMem_Free(first);
     PyMem_Free(parent);
     PyMem_Free(gid);
     PyMem_Free(count);

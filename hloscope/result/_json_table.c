@@ -253,6 +253,9 @@ static int put_value(Buffer *b, PyObject *v, Py_ssize_t level, Entry *floats, En
     if (t == &PyLong_Type) {
         int overflow;
         long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+        if (x == -1 && PyErr_Occurred()) {
+            return -1;
+        }
         if (!overflow) { /* (int.__repr__ of a value that fits in 64 bits, without making its str) */
             char digits[24], *at = digits + sizeof digits;
             unsigned long long u = x < 0 ? 0ULL - (unsigned long long)x : (unsigned long long)x;
