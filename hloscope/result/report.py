@@ -206,18 +206,7 @@ class Report(ReportAssertions):
 
     def _ops_records(self, tables_as_rows: bool) -> Any:
         """The document's ``ops``: ``_records`` of the ops table, each row's ``caveats`` a list of its flags."""
-        def caveat_list(caveats: str | None) -> list[str]:
-            return [f for f in caveats.split(",") if f] if caveats else []
-
-        class SharedLists(dict):
-            """``caveat_list`` of each distinct text, made on its first lookup and shared by its rows (printed,
-            never handed out): a row's lookup is ``dict.__getitem__`` in C."""
-
-            def __missing__(self, caveats: str | None) -> list[str]:
-                found = self[caveats] = caveat_list(caveats)
-                return found
-
-        convert = SharedLists().__getitem__ if tables_as_rows else caveat_list
+        convert = _SharedCaveatLists().__getitem__ if tables_as_rows else _caveat_list
         return _records(self.table("ops"), convert={"caveats": convert}, rows=tables_as_rows)
 
     def to_json(self, indent: int | None = 1) -> str:
@@ -439,6 +428,20 @@ def _records(df: ColumnTable | pd.DataFrame, convert: dict[str, Any] | None = No
     if not names:
         return [{} for _ in range(len(df))]
     return list(map(dict, map(zip, repeat(names), zip(*columns))))
+
+
+def _caveat_list(caveats: str | None) -> list[str]:
+    """An ops row's ``caveats`` text as the list of its flags (the report document's form)."""
+    return [f for f in caveats.split(",") if f] if caveats else []
+
+
+class _SharedCaveatLists(dict):
+    """``_caveat_list`` of each distinct caveats text, made on its first lookup and shared by the rows that hold
+    it (for printing: the lists are never handed out); a row's lookup is ``dict.__getitem__``, in C."""
+
+    def __missing__(self, caveats: str | None) -> list[str]:
+        found = self[caveats] = _caveat_list(caveats)
+        return found
 
 
 def _clean_value(v: Any) -> Any:
