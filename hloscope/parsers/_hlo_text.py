@@ -227,6 +227,8 @@ class _Parser(BodyReader, ShapeInference):
             m = _TABLE_ROW.match(src, pos)
             if m is None:
                 break
+            if len(m.group(1)) > 18:  # (an index; int() refuses one of thousands of digits with a bare ValueError)
+                raise self.error(f"a table row number of {len(m.group(1))} digits: expected an index", m.start(1))
             rows[int(m.group(1))] = m.group(2)
             pos, lineno = m.end() + 1, lineno + 1
         return pos, lineno

@@ -84,8 +84,6 @@ def calls_matmul(inst: HloInstruction, module: HloModule) -> bool:
 def matmul_dtype(inst: HloInstruction, module: HloModule) -> str | None:
     """Element type the matrix unit runs at for a dot/convolution (or a fusion or custom call holding one):
     the widest operand type, floats winning over integers. None when the instruction has no matmul."""
-    from hloscope.roofline.chips import canonical_dtype
-
     if inst.opcode in _MATMUL or inst.opcode == "fusion":
         comp_names = inst.called_computations.get("calls", ())
         if inst.opcode in _MATMUL:
@@ -100,8 +98,22 @@ def matmul_dtype(inst: HloInstruction, module: HloModule) -> str | None:
                     types.extend(comp.shape_of(o).element_type for o in comp.operands_at(k)[:2])
         if not types:
             return None
-        return _widest(canonical_dtype(t) for t in types if t not in ("tuple", "token"))
+        return _widest(_known_classes(types))
     return None
+
+
+def _known_classes(types) -> list[str]:
+    """``canonical_dtype`` of each element type of ``types`` the chip tables know, in order: tuples, tokens and
+    element types no table knows (a newer XLA's, or a damaged text's) are passed over, as ``result_dtype`` does."""
+    from hloscope.roofline.chips import canonical_dtype
+
+    out = []
+    for t in types:
+        try:
+            out.append(canonical_dtype(t))
+        except ValueError:
+            continue
+    return out
 
 
 def _widest(classes) -> str:
@@ -116,10 +128,8 @@ def _widest(classes) -> str:
 
 def op_dtype(inst: HloInstruction, module: HloModule, operand_types: list[str] | None = None) -> str:
     """The peak-table dtype an instruction is scored at (Notes, step 1)."""
-    from hloscope.roofline.chips import canonical_dtype
-
     if inst.opcode in _MATMUL and operand_types:
-        return _widest(canonical_dtype(t) for t in operand_types[:2] if t not in ("tuple", "token"))
+        return _widest(_known_classes(operand_types[:2]))
     found = matmul_dtype(inst, module)
     if found is not None:
         return found

@@ -255,3 +255,15 @@ def test_deep_nesting_is_a_parse_error() -> None:
         parse_hlo_text(head + "  %x = " + "(" * 5000 + "f32[]" + ")" * 5000 + " tuple()\n}\n")
     with pytest.raises(HloParseError, match="nest deeper than 100 levels"):
         parse_hlo_text("ENTRY e {\n  ROOT r = " + "negate(" * 5000 + "f32[] parameter(0)" + ")" * 5000 + "\n}\n")
+
+
+def test_a_table_row_number_of_thousands_of_digits_is_a_located_error() -> None:
+    """A row number too long for ``int()`` (Python refuses 4,300 digits and more with a bare ValueError; found by
+    benchmarks/fuzz.py, seed 43) is an error at its line, as any other bad row."""
+    text = _replace_once(TINY_MLP, 'FunctionNames\n1 "<module>"', 'FunctionNames\n' + "1" * 5000 + ' "<module>"')
+    with pytest.raises(HloParseError) as info:
+        parse_hlo_text(text, "tiny_mlp.hlo.txt")
+    assert str(info.value).split("\n")[0] == (
+        "tiny_mlp.hlo.txt:7:1: a table row number of 5000 digits: expected an index")
+    ok = _replace_once(TINY_MLP, 'FunctionNames\n1 "<module>"', 'FunctionNames\n' + "0" * 17 + '1 "<module>"')
+    assert [c.name for c in parse_hlo_text(ok).computations][-1] == "main.1"  # (18 digits: still an index)

@@ -90,3 +90,36 @@ def test_real_v5e_mlp_bounds():
     assert len(gradient_reductions) >= 2 and (gradient_reductions.bound == "communication").all()
     loops = ops[ops.category == "fusion:kLoop"]
     assert len(loops) > 0 and (loops.bound == "memory").all()
+
+
+_UNKNOWN_ELEMENT_TYPE = """HloModule m, is_scheduled=true
+
+%fused (p0: bf99[4,8], p1: bf99[8,4]) -> f32[4,4] {
+  %p0 = bf99[4,8]{1,0} parameter(0)
+  %p1 = bf99[8,4]{1,0} parameter(1)
+  ROOT %d = f32[4,4]{1,0} dot(bf99[4,8]{1,0} %p0, bf99[8,4]{1,0} %p1), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+}
+
+ENTRY %main (a: bf99[4,8], b: bf99[8,4], c: bf16[4,8], e: bf16[8,4]) -> (f32[4,4], f32[4,4], f32[4,4]) {
+  %a = bf99[4,8]{1,0} parameter(0)
+  %b = bf99[8,4]{1,0} parameter(1)
+  %c = bf16[4,8]{1,0} parameter(2)
+  %e = bf16[8,4]{1,0} parameter(3)
+  %dot = f32[4,4]{1,0} dot(bf99[4,8]{1,0} %a, bf99[8,4]{1,0} %b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  %mixed = f32[4,4]{1,0} dot(bf99[4,8]{1,0} %a, bf16[8,4]{1,0} %e), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  %fusion = f32[4,4]{1,0} fusion(bf99[4,8]{1,0} %a, bf99[8,4]{1,0} %b), kind=kOutput, calls=%fused
+  ROOT %t = (f32[4,4]{1,0}, f32[4,4]{1,0}, f32[4,4]{1,0}) tuple(%dot, %mixed, %fusion)
+}
+"""
+
+
+def test_matmul_of_an_element_type_no_table_knows_is_scored():
+    """A dot (and a fusion holding one) of an element type no chip table knows is scored at the types it does
+    know -- f32 when none, as ``result_dtype`` falls back -- instead of raising (found by benchmarks/fuzz.py,
+    seed 43: ``bf4294967296``, a damaged ``bf16``)."""
+    import hloscope
+
+    report = hloscope.analyze(_UNKNOWN_ELEMENT_TYPE, chip="tpu-v5e")
+    dtypes = dict(zip(report.ops["instruction"], report.ops["dtype"]))
+    assert dtypes == {"dot": "f32", "mixed": "bf16", "fusion": "f32"}
+    assert (report.ops["flops"] == 2 * 4 * 8 * 4).all()
