@@ -809,6 +809,9 @@ class HloModule:
             ``FileLocations``/``StackFrames`` tables.
         source: where the text came from (a path, or ``"<string>"``).
         unknown_opcodes: opcodes hloscope parsed as opaque instructions.
+        unknown_element_types: element types of its instructions' shapes that ``ELEMENT_BITS`` does not hold (a
+            newer XLA's, or a damaged text's): their arrays count 0 bytes, and the module's cost is flagged
+            ``unknown-element-type``.
     """
 
     name: str
@@ -820,6 +823,7 @@ class HloModule:
     stack_frames: Mapping[int, StackFrame] = field(default_factory=dict)
     source: str = "<string>"
     unknown_opcodes: frozenset[str] = frozenset()
+    unknown_element_types: frozenset[str] = frozenset()
     _by_name: dict[str, HloComputation] = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:

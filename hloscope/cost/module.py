@@ -99,16 +99,24 @@ class ModuleCost:
         return self.bytes_read + self.bytes_written
 
 
+#: The module cost's flag when the module holds arrays of an element type hloscope has no bit width for
+#: (``HloModule.unknown_element_types``): those arrays count 0 bytes, so its HBM bytes are a lower bound.
+UNKNOWN_ELEMENT_TYPE_FLAG = "unknown-element-type"
+
+
 def module_cost(module: HloModule) -> ModuleCost:
     """Cost every instruction of ``module`` (see module docstring). Never raises for unknown opcodes or custom
-    calls: their FLOPs and bytes are NaN, flagged, and the totals are those of the known part."""
+    calls: their FLOPs and bytes are NaN, flagged, and the totals are those of the known part. A module holding
+    arrays of an element type with no known bit width is flagged ``unknown-element-type`` (those arrays count 0
+    bytes)."""
     analyzer = _Analyzer(module)
     rows: list[CostRow] = []
     with paused_gc():  # a row per instruction, no garbage (see ``paused_gc``)
         analyzer.visit(module.entry, 1.0, rows)
     total = summed(rows)
+    flags = total.flags | {UNKNOWN_ELEMENT_TYPE_FLAG} if module.unknown_element_types else total.flags
     return ModuleCost(module, rows, total.flops, total.transcendentals, total.bytes_read, total.bytes_written,
-                      total.comm_bytes, total.flags)
+                      total.comm_bytes, flags)
 
 
 def summed(rows: list[CostRow]) -> OpCost:

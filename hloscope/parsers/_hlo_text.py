@@ -526,6 +526,7 @@ class _Parser(BodyReader, ShapeInference):
             self.frames,
             self.source,
             frozenset(self.unknown_opcodes),
+            _unknown_element_types(self.shapes.values()),
         )
 
 
@@ -551,3 +552,16 @@ def _header_int(header: dict[str, str], key: str) -> int:
 def _parameter_number(inst: HloInstruction) -> int:
     return inst.parameter_number
 
+
+def _unknown_element_types(shapes) -> frozenset[str]:
+    """Element types of the arrays of ``shapes`` (the distinct result shapes a parse read) that ``ELEMENT_BITS``
+    does not hold."""
+    from hloscope.hlo import ELEMENT_BITS
+
+    found = set()
+    for shape in shapes:
+        if shape.is_tuple:
+            found.update(leaf.element_type for leaf in shape.leaves() if not leaf.is_tuple)
+        else:
+            found.add(shape.element_type)
+    return frozenset(found.difference(ELEMENT_BITS))

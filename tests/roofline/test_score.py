@@ -123,3 +123,24 @@ def test_matmul_of_an_element_type_no_table_knows_is_scored():
     dtypes = dict(zip(report.ops["instruction"], report.ops["dtype"]))
     assert dtypes == {"dot": "f32", "mixed": "bf16", "fusion": "f32"}
     assert (report.ops["flops"] == 2 * 4 * 8 * 4).all()
+    # Its arrays count 0 bytes (no bit width): the module says so, its cost is flagged.
+    assert report.hlo_modules[0].unknown_element_types == {"bf99"}
+    assert report.modules["caveats"].tolist() == ["unknown-element-type"]
+    assert report.ops.set_index("instruction").loc["dot", "hbm_bytes"] == 4 * 4 * 4  # (the f32 result only)
+
+
+def test_unknown_element_types_are_found_in_tuple_leaves_and_only_there():
+    from hloscope.parsers import parse_hlo_text
+
+    text = """HloModule t
+
+ENTRY %main (p: (bf77[2], f32[2])) -> f32[2] {
+  %p = (bf77[2]{0}, f32[2]{0}) parameter(0)
+  ROOT %g = f32[2]{0} get-tuple-element((bf77[2]{0}, f32[2]{0}) %p), index=1
+}
+"""
+    assert parse_hlo_text(text).unknown_element_types == {"bf77"}
+    known = text.replace("bf77", "f8e4m3fn")
+    assert parse_hlo_text(known).unknown_element_types == frozenset()
+    for path in sorted((Path(__file__).resolve().parents[2] / "fixtures" / "hlo").glob("*.hlo.txt")):
+        assert parse_hlo_text(path.read_text()).unknown_element_types == frozenset(), path.name
