@@ -805,13 +805,11 @@ class HloModule:
         entry_name: the ``ENTRY`` computation's name.
         header_attributes: header ``key=value`` pairs as raw text (``entry_computation_layout``, ...).
         num_partitions, replica_count: from the header; 1 when absent (XLA's defaults).
-        stack_frames: stack frame id -> resolved frame, from the ``FileNames``/``FunctionNames``/
-            ``FileLocations``/``StackFrames`` tables.
+        stack_frames: stack frame id -> resolved frame, from the ``FileNames``/.../``StackFrames`` tables.
         source: where the text came from (a path, or ``"<string>"``).
         unknown_opcodes: opcodes hloscope parsed as opaque instructions.
-        unknown_element_types: element types of its instructions' shapes that ``ELEMENT_BITS`` does not hold (a
-            newer XLA's, or a damaged text's): their arrays count 0 bytes, and the module's cost is flagged
-            ``unknown-element-type``.
+        unknown_element_types: element types of its shapes without ``ELEMENT_BITS`` (their arrays count 0 bytes;
+            its cost is flagged ``unknown-element-type``).
     """
 
     name: str
