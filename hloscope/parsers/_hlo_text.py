@@ -558,10 +558,4 @@ def _unknown_element_types(shapes) -> frozenset[str]:
     does not hold."""
     from hloscope.hlo import ELEMENT_BITS
 
-    found = set()
-    for shape in shapes:
-        if shape.is_tuple:
-            found.update(leaf.element_type for leaf in shape.leaves() if not leaf.is_tuple)
-        else:
-            found.add(shape.element_type)
-    return frozenset(found.difference(ELEMENT_BITS))
+    return frozenset({leaf.element_type for shape in shapes for leaf in shape.leaves()}.difference(ELEMENT_BITS))

@@ -355,7 +355,7 @@ static int make_joints(Joints *j, PyObject *keys, Py_ssize_t ncol, Py_ssize_t le
     for (col = 0; col < ncol + 2; col++) {
         char *p = j->texts + at;
         Py_ssize_t indent = col < ncol ? level + 2 : level + 1;
-        if ((col > 0 && col < ncol) || col == ncol) {
+        if (col > 0 && col <= ncol) { /* (every column but the first, and the row's opening) */
             *p++ = ',';
         }
         *p++ = '\n';

@@ -104,7 +104,7 @@ def matmul_dtype(inst: HloInstruction, module: HloModule) -> str | None:
 
 def _known_classes(types) -> list[str]:
     """``canonical_dtype`` of each element type of ``types`` the chip tables know, in order: tuples, tokens and
-    element types no table knows (a newer XLA's, or a damaged text's) are passed over, as ``result_dtype`` does."""
+    element types no table knows (a newer XLA's, or a damaged text's) are passed over."""
     from hloscope.roofline.chips import canonical_dtype
 
     out = []
@@ -140,14 +140,8 @@ def result_dtype(shape: Shape) -> str:
     """The peak-table dtype of an instruction without a matmul: its result's element type (Notes, step 1); of a
     tuple, the first leaf's that the chip tables know, an ``int32`` leaf only when it is the only one (an index
     beside the data); ``f32`` when none is known."""
-    from hloscope.roofline.chips import canonical_dtype
-
     leaves = [s.element_type for s in shape.leaves() if s.is_array]
-    for t in leaves:
-        try:
-            cls = canonical_dtype(t)
-        except ValueError:
-            continue
+    for cls in _known_classes(leaves):
         if cls != "int32" or len(leaves) == 1:
             return cls
     return "f32"
