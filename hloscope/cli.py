@@ -98,11 +98,19 @@ def console_main() -> int:
     accelerator, and starting one's runtime costs seconds -- and, with libtpu installed on a machine without a
     TPU, prints libtpu's warnings about TPU worker hostnames into a report.
 
+    OpenBLAS, which numpy loads, runs one thread (``OPENBLAS_NUM_THREADS=1`` unless set): no command does linear
+    algebra in numpy (``calibrate`` measures JAX's own matmul), and each thread of OpenBLAS's pool (one a core)
+    spins 2**28 TSC cycles, ~0.1 s, after numpy's import before it sleeps (``THREAD_TIMEOUT`` of OpenBLAS's
+    ``driver/others/blas_server.c``; OpenBLAS issue #5171), on the core ``report``'s forked child works on
+    (``hloscope/memory/forked.py``): 20-40 ms of a report of the corpus's llama or gemma3 on two cores
+    (benchmarks/README.md, stop 44).
+
     When the reader of stdout goes away (``hloscope report ... | head``), the command stops quietly with status
     141, as a process ended by SIGPIPE does, instead of a ``BrokenPipeError`` traceback."""
     from hloscope._gc import frozen_at_exit
 
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # (before numpy's import: read when OpenBLAS loads)
     try:
         rc = main(one_shot=True)
         sys.stdout.flush()  # (a reader gone is found here at the latest, not in the interpreter's exit)

@@ -1,6 +1,7 @@
 """The ``hloscope`` command line: output formats, atomic writes and exit codes."""
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -87,3 +88,29 @@ def test_a_static_report_loads_no_pandas(fmt, tmp_path):
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert proc.stdout.split() == ["0", "False"], proc.stderr
     assert "jit_mlp_train_step" in out.read_text()
+
+
+_BLAS_PROBE = """
+import os, sys
+sys.argv = ["hloscope", "chips"]
+from hloscope.cli import console_main
+assert "numpy" not in sys.modules  # (console_main must run before numpy's import for the setting to count)
+console_main()
+import numpy
+print(os.environ["OPENBLAS_NUM_THREADS"], len(os.listdir("/proc/self/task")))
+"""
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task") or (os.cpu_count() or 1) < 2,
+                    reason="counts a process's threads in /proc on a machine of two cores or more")
+@pytest.mark.parametrize("user_setting, threads", [(None, 1), ("2", 2)])
+def test_the_command_line_keeps_openblas_to_one_thread_unless_told(user_setting: str | None, threads: int) -> None:
+    """``console_main`` sets ``OPENBLAS_NUM_THREADS=1`` before numpy is imported (no command does linear algebra in
+    numpy, and OpenBLAS's idle pool spins on the core the report's child uses): numpy's import then starts no
+    thread beside the main one; a user's own setting is kept (two threads: the main one and one of the pool)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
+    if user_setting is not None:
+        env["OPENBLAS_NUM_THREADS"] = user_setting
+    out = subprocess.run([sys.executable, "-c", _BLAS_PROBE], capture_output=True, text=True, check=True,
+                         env=env).stdout.split()
+    assert out[-2:] == [user_setting or "1", str(threads)]
