@@ -1,9 +1,9 @@
 """The in-memory model of an XLA HLO module: plain data, no I/O, no cost logic.
 
 The names follow XLA's own (``xla/hlo/ir/hlo_module.h``, ``hlo_computation.h``, ``hlo_instruction.h``,
-``xla/shape.h``). Every record is read-only after parsing. Typed attribute values (dimension numbers, windows,
-replica groups, ...) are the small records at the end of this module; attributes hloscope does not know are
-kept as their raw text. Two things are made on first use rather than by the parser, invisibly to a reader: an
+``xla/shape.h``). Every record is read-only after parsing. Typed attribute values are small records: replica
+groups here, windows, convolution dimension numbers, slices, padding and stack frames in ``hloscope.hlo_values``
+(read from here too); attributes hloscope does not know are kept as their raw text. Two things are made on first use rather than by the parser, invisibly to a reader: an
 instruction's decoded attributes, and the instructions of a computation the parser handed over as columns
 (``HloComputation``, ``InstructionSource``).
 
@@ -200,57 +200,6 @@ class Shape:
 # --------------------------------------------------------------------------------------------------
 # Typed attribute values
 # --------------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class WindowDimension:
-    """One dimension of a ``window={...}`` attribute (XLA ``WindowDimension`` in ``xla_data.proto``)."""
-
-    size: int = 1
-    stride: int = 1
-    padding_low: int = 0
-    padding_high: int = 0
-    window_dilation: int = 1  # printed rhs_dilate
-    base_dilation: int = 1  # printed lhs_dilate
-    window_reversal: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class ConvolutionDimensionNumbers:
-    """``dim_labels=b01f_01io->b01f`` decoded (XLA ``ConvolutionDimensionNumbers``).
-
-    Each field names dimension indices of the input (lhs), kernel (rhs) or output; spatial lists are in
-    the order of the window's dimensions.
-    """
-
-    input_batch_dimension: int
-    input_feature_dimension: int
-    input_spatial_dimensions: tuple[int, ...]
-    kernel_input_feature_dimension: int
-    kernel_output_feature_dimension: int
-    kernel_spatial_dimensions: tuple[int, ...]
-    output_batch_dimension: int
-    output_feature_dimension: int
-    output_spatial_dimensions: tuple[int, ...]
-    raw: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class SliceRange:
-    """One ``[start:limit:stride]`` entry of a ``slice={...}`` attribute."""
-
-    start: int
-    limit: int
-    stride: int = 1
-
-
-@dataclass(frozen=True, slots=True)
-class PaddingDimension:
-    """One ``lo_hi[_interior]`` entry of a pad instruction's ``padding=`` attribute."""
-
-    low: int
-    high: int
-    interior: int = 0
 
 
 class ReplicaGroups:
@@ -786,16 +735,6 @@ class _InstructionView(Mapping[str, "HloInstruction"]):
 
 
 @dataclass(frozen=True, slots=True)
-class StackFrame:
-    """One resolved entry of the module's ``StackFrames`` table: innermost location and parent id."""
-
-    file_name: str
-    function_name: str
-    line: int
-    parent_frame_id: int
-
-
-@dataclass(frozen=True, slots=True)
 class HloModule:
     """An HLO module: computations in printed order, the entry one last by XLA's convention.
 
@@ -848,3 +787,18 @@ class HloModule:
     @property
     def entry_computation_layout(self) -> str:
         return self.header_attributes.get("entry_computation_layout", "")
+
+
+#: The typed values hloscope.hlo_values holds (decoded on demand: few modules read them), under their old home.
+_VALUE_CLASSES = frozenset({"WindowDimension", "ConvolutionDimensionNumbers", "SliceRange", "PaddingDimension",
+                            "StackFrame"})
+
+
+def __getattr__(name: str) -> Any:
+    """``hloscope.hlo.WindowDimension`` and the other classes of ``hloscope.hlo_values``, imported on first use
+    (PEP 562): their dataclasses cost ~1 ms each to make, at every import of this module."""
+    if name in _VALUE_CLASSES:
+        from hloscope import hlo_values
+
+        return getattr(hlo_values, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

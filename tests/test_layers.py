@@ -21,6 +21,8 @@ FORBIDDEN = {
                          "hloscope.compare", "hloscope.analysis", "hloscope.pytest_plugin", "hloscope.cli"),
     "hloscope.hlo": ("hloscope.parsers", "hloscope.cost", "hloscope.roofline", "hloscope.report",
                      "hloscope.result", "hloscope.compare", "hloscope.analysis"),
+    "hloscope.hlo_values": ("hloscope.parsers", "hloscope.cost", "hloscope.roofline", "hloscope.report",
+                            "hloscope.result", "hloscope.compare", "hloscope.analysis"),
     "hloscope.cost": ("hloscope.roofline", "hloscope.report", "hloscope.result", "hloscope.compare",
                       "hloscope.analysis", "hloscope.pytest_plugin", "hloscope.cli"),
     "hloscope.roofline": ("hloscope.report", "hloscope.result", "hloscope.compare", "hloscope.analysis",

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from hloscope._atomic import write_file
 from hloscope._columns import kept_table
+from hloscope._regex import LazyPattern
 from hloscope.compare.engine import DEFAULT_SIGNIFICANT, dims_of, rows
 from hloscope.errors import HloscopeError
 
@@ -508,7 +509,7 @@ def write_baseline(path: str | os.PathLike[str], baseline: Baseline) -> bool:
     return True
 
 
-_UNSAFE = re.compile(r"[^A-Za-z0-9_.\-\[\]=,+@]")
+_UNSAFE = LazyPattern(r"[^A-Za-z0-9_.\-\[\]=,+@]")
 
 
 def baseline_path(directory: str | os.PathLike[str], nodeid: str, name: str | None = None) -> Path:

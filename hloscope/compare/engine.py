@@ -36,6 +36,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from hloscope._columns import column_list, kept_table
+from hloscope._regex import LazyPattern
 from hloscope.compare.rules import Rule, RuleSpec, resolve
 from hloscope.roofline.tables import nansum
 
@@ -87,8 +88,8 @@ MODULE_DIFF_COLUMNS = ["module_a", "module_b", "status",
 COLLECTIVE_DIFF_COLUMNS = ["module", "comm_kind", "count_a", "count_b", "wire_bytes_a", "wire_bytes_b",
                            "wire_bytes_delta", "wire_bytes_rel"]
 
-_DTYPE_RE = re.compile(r"[a-z][a-z0-9]*\[")
-_LAYOUT_RE = re.compile(r"\{[^{}]*\}")
+_DTYPE_RE = LazyPattern(r"[a-z][a-z0-9]*\[")
+_LAYOUT_RE = LazyPattern(r"\{[^{}]*\}")
 
 
 def dims_of(shape: Any) -> str:

@@ -30,12 +30,12 @@ A tolerance (``5%``, ``0.05``: the plugin's ``--hloscope-tolerance``) means ``de
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Union
 
+from hloscope._regex import LazyPattern
 from hloscope.units import parse_fraction as parse_fraction  # re-exported: the one fraction parser
 
 __all__ = [
@@ -66,8 +66,8 @@ SYNTAX = ("METRIC:[+|-]NUMBER[%], e.g. roofline_s:+5%, wire_bytes:+0, collective
           f"METRIC one of {', '.join(MODULE_METRICS)}; collective.{{{','.join(COLLECTIVE_METRICS)}}}; "
           f"op.{{{','.join(OP_METRICS)}}} (docs/diff.md)")
 
-_RULE = re.compile(r"^\s*(?:(op|collective)\s*\.\s*)?([a-z_]+)\s*:\s*([+-]?)\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)"
-                   r"\s*(%?)\s*$")
+_RULE = LazyPattern(r"^\s*(?:(op|collective)\s*\.\s*)?([a-z_]+)\s*:\s*([+-]?)\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)"
+                    r"\s*(%?)\s*$")
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,8 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
+from hloscope._regex import LazyPattern
+
 if TYPE_CHECKING:
     from hloscope.cost._types import CostContext
     from hloscope.hlo import HloComputation, HloInstruction, HloModule
@@ -31,7 +33,7 @@ if TYPE_CHECKING:
 MAX_TRIP_COUNT = (1 << 63) - 1
 #: An integer as HLO text and JSON write it: ASCII digits only (``int()`` would also take ``"\u0663"``,
 #: ``"1_000"`` or surrounding white space), at most 20 of them (no int64 has more; ``int()`` refuses > 4300).
-_INT_TEXT = re.compile(r"[+-]?[0-9]{1,20}")
+_INT_TEXT = LazyPattern(r"[+-]?[0-9]{1,20}")
 
 
 def trip_count(inst: HloInstruction, ctx: CostContext) -> tuple[int, frozenset[str]]:

@@ -25,6 +25,7 @@ import re
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+from hloscope._regex import LazyPattern
 from hloscope.cost._types import OpCost
 
 if TYPE_CHECKING:
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
 _BARE_KEY_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_$.-")
 _SIMPLE_ESCAPES = {'"': '"', "\\": "\\", "n": "\n", "t": "\t"}
 _HEX = frozenset("0123456789abcdefABCDEF")
-_PLAIN = re.compile(r'[^"\\]*')
+_PLAIN = LazyPattern(r'[^"\\]*')
 
 
 class _Unreadable(ValueError):

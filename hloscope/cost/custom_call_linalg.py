@@ -43,9 +43,9 @@ All are flagged ``estimated-flops``: they are operation counts of the algorithm,
 from __future__ import annotations
 
 import math
-import re
 from typing import TYPE_CHECKING, Any
 
+from hloscope._regex import LazyPattern
 from hloscope.cost._bytes import boundary
 from hloscope.cost.custom_call_common import without_workspace
 
@@ -54,7 +54,7 @@ if TYPE_CHECKING:
     from hloscope.hlo import HloInstruction
 
 ESTIMATED_FLAG = "estimated-flops"
-_FFI_TARGET = re.compile(r"(?:lapack_[sdcz]|(?:cu|hip)solver_)([a-z0-9]+)_ffi")
+_FFI_TARGET = LazyPattern(r"(?:lapack_[sdcz]|(?:cu|hip)solver_)([a-z0-9]+)_ffi")
 #: XLA's own GPU library calls, by target.
 XLA_SOLVER_TARGETS = {"__cusolver$cholesky": "potrf", "__cublas$triangularSolve": "trsm"}
 _COMPLEX = frozenset({"c64", "c128"})

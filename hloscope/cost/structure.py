@@ -25,6 +25,7 @@ import re
 from typing import TYPE_CHECKING, Callable, Sequence
 
 from hloscope._compiled import PURE_PYTHON, compiled
+from hloscope._regex import LazyPattern
 from hloscope.parsers._attribute_value import KNOWN
 from hloscope.parsers._attribute_value import attribute_value as _attribute_value
 
@@ -185,7 +186,7 @@ def attribute_key(inst: HloInstruction, shape_of: Callable[[str], object], work:
 
 
 #: A collective's ``channel_id=N`` attribute: its value (group 1), cut from ``attribute_key``'s text.
-_CHANNEL_ID = re.compile(r"(?:^|, )channel_id=([0-9]+)(?=,|\Z)")
+_CHANNEL_ID = LazyPattern(r"(?:^|, )channel_id=([0-9]+)(?=,|\Z)")
 
 
 #: ``py_structure_fields`` in C (``_cost_walk.c``), or None when the extension was not built.

@@ -32,6 +32,7 @@ from itertools import repeat
 from typing import TYPE_CHECKING, Any, Union
 
 from hloscope._compiled import PURE_PYTHON, compiled
+from hloscope._regex import LazyPattern
 from hloscope.cost.elementwise import OPCODES as ELEMENTWISE_OPCODES
 
 if TYPE_CHECKING:
@@ -57,7 +58,7 @@ _IN_PLACE = frozenset({"dynamic-update-slice", "scatter"})
 _MAY_ALIAS = _IN_PLACE | {"send", "fusion", "custom-call"}
 #: One ``{output index}: (operand number, {operand index}...)`` pair of ``output_to_operand_aliasing`` or of
 #: the module header's ``input_output_alias``.
-_ALIASING = re.compile(r"\{([\d,\s]*)\}\s*:\s*\(\s*(\d+)\s*,\s*\{([\d,\s]*)\}")
+_ALIASING = LazyPattern(r"\{([\d,\s]*)\}\s*:\s*\(\s*(\d+)\s*,\s*\{([\d,\s]*)\}")
 
 
 @dataclass(slots=True)

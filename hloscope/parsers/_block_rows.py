@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 
 from hloscope._compiled import PURE_PYTHON, compiled
+from hloscope._regex import LazyPattern
 from hloscope.hlo import _NOTHING_DECODED as NOTHING_DECODED
 from hloscope.hlo import HloInstruction
 
@@ -28,7 +29,7 @@ from hloscope.hlo import HloInstruction
 #: %t)``, ``get-tuple-element((f32[], s32[]) %w)``), read by ``operand_list``; a ``(`` after anything else (an
 #: operand written as an instruction in place, ``add(f32[] constant(1), %x)``) is for the line-by-line loop.
 _TUPLE = r"\((?:[^()\n]|\((?:[^()\n]|\((?:[^()\n]|\([^()\n]*\))*\))*\))*\)"  # parentheses 4 deep, no line break
-BLOCK_LINE = re.compile(
+BLOCK_LINE = LazyPattern(
     r"^ *(ROOT )?(%?)([^\s=%]+) = "
     r"([a-z][^ \n]*|" + _TUPLE + r") "  # array, or tuple
     r"([a-z][a-z0-9\-_]*)\(((?:[^()\n]|(?:(?<=\()|(?<=, ))" + _TUPLE + r")*)\)(,[^\n]*[^\n,={\[(: \t\r]|)\n",

@@ -41,12 +41,12 @@ from __future__ import annotations
 
 import math
 import os
-import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from hloscope._regex import LazyPattern
 from hloscope.parsers._json_stream import TopKey, open_text, trace_items
 from hloscope.parsers._trace_error import TraceError
 
@@ -62,8 +62,8 @@ XLA_OPS_THREAD = "XLA Ops"
 XLA_MODULES_THREAD = "XLA Modules"
 STEPS_THREAD = "Steps"
 
-_DEVICE_RE = re.compile(r"^/device:([A-Za-z_]+):(\d+)")
-_MODULE_KEY_RE = re.compile(r"^(?P<name>.*)\((?P<id>-?\d+)\)$")  # "jit_f(6)", "jit_step(5120112285394406626)"
+_DEVICE_RE = LazyPattern(r"^/device:([A-Za-z_]+):(\d+)")
+_MODULE_KEY_RE = LazyPattern(r"^(?P<name>.*)\((?P<id>-?\d+)\)$")  # "jit_f(6)", "jit_step(5120112285394406626)"
 _U64 = (1 << 64) - 1
 #: Bound on the magnitude of a time in picoseconds (2**62 ps = 53 days): start + duration stays within int64.
 _MAX_PS = 1 << 62

@@ -15,6 +15,7 @@ from itertools import chain, compress, repeat
 from operator import itemgetter
 from typing import Iterable, Sequence
 
+from hloscope._regex import LazyPattern
 from hloscope.hlo import CALLED_COMPUTATION_ROLES, HloInstruction, Shape
 from hloscope._gc import paused_gc
 from hloscope.parsers import _hlo_re as r
@@ -25,7 +26,7 @@ from hloscope.parsers._hlo_lexer import operand_list
 
 _SIGIL_FINDALL = r.SIGIL_NAME.findall
 #: An operand's ``/*index=N*/`` comment between ", " and its ``%`` name (XLA: before every fifth operand).
-_INDEX_COMMENT = re.compile(r", /\*index=[0-9]+\*/%")
+_INDEX_COMMENT = LazyPattern(r", /\*index=[0-9]+\*/%")
 _G0, _G1, _G2, _G3, _G4, _G5, _G6 = (itemgetter(i) for i in range(7))
 #: Known opcodes whose operand list names instructions (a parameter's holds its number, a constant's its value).
 _NAMES_OPERANDS = KNOWN_OPCODES - {"parameter", "constant"}

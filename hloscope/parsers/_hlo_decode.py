@@ -10,16 +10,19 @@ from __future__ import annotations
 
 from itertools import compress, count, repeat
 from operator import attrgetter, is_, is_not
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hloscope._compiled import PURE_PYTHON, compiled
-from hloscope.hlo import CALLED_COMPUTATION_ROLES, DecodedAttributes, HloInstruction, Metadata, StackFrame
+from hloscope.hlo import CALLED_COMPUTATION_ROLES, DecodedAttributes, HloInstruction, Metadata
 from hloscope.parsers import _hlo_re as r
 from hloscope.parsers._attribute_value import KNOWN, KNOWN_IF_READ, metadata_fields
 from hloscope.parsers._attribute_value import attribute_value as read_attribute_value
 from hloscope.parsers._errors import HloParseError
 from hloscope.parsers._hlo_attrs import ATTRIBUTE_PARSERS, LIST_CALL_KEYS
 from hloscope.parsers._hlo_lexer import ParserBase, split_attributes
+
+if TYPE_CHECKING:  # pragma: no cover
+    from hloscope.hlo_values import StackFrame
 
 
 _ATTRIBUTE_TEXT = attrgetter("attribute_text")
@@ -232,6 +235,8 @@ def resolve_stack_frames(tables: dict[str, dict[int, str]]) -> dict[int, StackFr
     frames_table = tables.get("StackFrames")
     if not frames_table:
         return {}
+    from hloscope.hlo_values import StackFrame
+
     files = {k: r.unquote(v) if v.startswith('"') else v for k, v in tables.get("FileNames", {}).items()}
     functions = {k: r.unquote(v) if v.startswith('"') else v for k, v in tables.get("FunctionNames", {}).items()}
     locations = {k: r.braced_fields(v) for k, v in tables.get("FileLocations", {}).items()}

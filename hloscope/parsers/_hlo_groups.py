@@ -29,22 +29,23 @@ import math
 import re
 from typing import Callable, Final
 
+from hloscope._regex import LazyPattern
 from hloscope.hlo import ReplicaGroups
 
 #: Most devices a mesh or an iota of replica groups may number: 2**20 (1,048,576). The largest TPU pods and GPU
 #: clusters are tens of thousands of devices; a larger table is a damaged or hostile text, not a program.
 MAX_DEVICES: Final = 1 << 20
 
-_INTS = re.compile(r"\s*\d+\s*(?:,\s*\d+\s*)*", re.ASCII)
-_IOTA: Final = re.compile(r"\[([\d,\s]*)\]\s*<=\s*\[([\d,\s]*)\]\s*(?:T\s*\(([\d,\s]*)\))?", re.ASCII)
+_INTS = LazyPattern(r"\s*\d+\s*(?:,\s*\d+\s*)*", re.ASCII)
+_IOTA: Final = LazyPattern(r"\[([\d,\s]*)\]\s*<=\s*\[([\d,\s]*)\]\s*(?:T\s*\(([\d,\s]*)\))?", re.ASCII)
 #: ``mesh[<axes>][, device_ids=(<ids>)] {<grouped axes>}``; ``<ids>`` holds at most one level of parentheses.
-_MESH: Final = re.compile(
+_MESH: Final = LazyPattern(
     r"mesh\s*\[([^\]]*)\]\s*(?:,\s*device_ids\s*=\s*\(((?:[^()]|\([^()]*\))*)\)\s*)?\{([^}]*)\}", re.ASCII
 )
 _NAME = r"""(?:'([^']*)'|"([^"]*)"|([\w.\-]+))"""
-_AXIS: Final = re.compile(r"\s*" + _NAME + r"\s*=\s*(\d+)\s*(,|$)", re.ASCII)
-_REF: Final = re.compile(r"\s*" + _NAME + r"\s*(?::\s*\(\s*(\d+)\s*\)\s*(\d+))?\s*(,|$)", re.ASCII)
-_DEVICE_IOTA: Final = re.compile(r"\s*\[([\d,\s]*)\]\s*(?:T\s*\(([\d,\s]*)\))?\s*", re.ASCII)
+_AXIS: Final = LazyPattern(r"\s*" + _NAME + r"\s*=\s*(\d+)\s*(,|$)", re.ASCII)
+_REF: Final = LazyPattern(r"\s*" + _NAME + r"\s*(?::\s*\(\s*(\d+)\s*\)\s*(\d+))?\s*(,|$)", re.ASCII)
+_DEVICE_IOTA: Final = LazyPattern(r"\s*\[([\d,\s]*)\]\s*(?:T\s*\(([\d,\s]*)\))?\s*", re.ASCII)
 
 
 def _ints(text: str, what: str) -> tuple[int, ...]:

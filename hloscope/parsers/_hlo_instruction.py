@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 
+from hloscope._regex import LazyPattern
 from hloscope.hlo import CALLED_COMPUTATION_ROLES, HloComputation, HloInstruction, Shape
 from hloscope.parsers import _hlo_re as r
 from hloscope.parsers._hlo_attrs import ASYNC_FORMS, KNOWN_OPCODES, LIST_CALL_KEYS
@@ -55,9 +56,9 @@ def names_calls(opcode: str, rest: str) -> bool:
     return "=%" in rest or "={%" in rest or (opcode not in NEVER_CALLS and has_call_key(rest))
 
 
-_CALL_KEY = re.compile(r"(?:^|,)\s*(%s)=(\{[^}]*\}|[^\s,]+)" % "|".join(map(re.escape, CALL_KEYS)))
+_CALL_KEY = LazyPattern(r"(?:^|,)\s*(%s)=(\{[^}]*\}|[^\s,]+)" % "|".join(map(re.escape, CALL_KEYS)))
 #: An instruction written in place as an operand: an opcode right before '(' (not part of a name).
-_NESTED_OPERAND = re.compile(r"(?<![\w.%\-])[a-z][a-z0-9\-_]*\s*\(")
+_NESTED_OPERAND = LazyPattern(r"(?<![\w.%\-])[a-z][a-z0-9\-_]*\s*\(")
 
 
 class InstructionReader(Decoder):

@@ -14,32 +14,34 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from hloscope.hlo import HloComputation, HloInstruction, Metadata, Shape, StackFrame
+from hloscope._regex import LazyPattern
+from hloscope.hlo import HloComputation, HloInstruction, Metadata, Shape
 from hloscope.parsers import _hlo_re as r
 from hloscope.parsers._errors import HloParseError
 
 if TYPE_CHECKING:  # pragma: no cover
+    from hloscope.hlo_values import StackFrame
     from hloscope.parsers._hlo_bodies import LazyBody
 
-_ATTRIBUTE_KEY = re.compile(r",\s*([A-Za-z_][\w.\-]*)\s*=")
-_BRACKET_OR_QUOTE = re.compile(r'[{}\[\]()"]')
-_SKIP_BLANKS = re.compile(r"[ \t]*")
-_LONE_SHAPE = re.compile(r"[a-z][a-z0-9]*\s*\[[^\]]*\](?:\s*\{[^}]*\})?")
-_BRACKET_OR_COMMA = re.compile(r"[,(){}\[\]]")
+_ATTRIBUTE_KEY = LazyPattern(r",\s*([A-Za-z_][\w.\-]*)\s*=")
+_BRACKET_OR_QUOTE = LazyPattern(r'[{}\[\]()"]')
+_SKIP_BLANKS = LazyPattern(r"[ \t]*")
+_LONE_SHAPE = LazyPattern(r"[a-z][a-z0-9]*\s*\[[^\]]*\](?:\s*\{[^}]*\})?")
+_BRACKET_OR_COMMA = LazyPattern(r"[,(){}\[\]]")
 #: An operand list as XLA prints it with operand shapes (``s32[] %i, f32[2,3]{1,0} %x, () %t, (s32[], f32[4]{0})
 #: %w``): each item a plain array shape (static dimensions, a layout of minor-to-major numbers) or a tuple of them,
 #: a blank, and ``%name``. In such a list every top-level comma is an item's ", " and each item's last token is
 #: its ``%name``: the names are ``_SHAPED_NAME``'s matches, as ``operand_list`` reads them item by item.
 _PLAIN_ARRAY = r"[a-z][a-z0-9]*\[[0-9,]*\](?:\{[0-9,]*\})?"
 _SHAPED_ITEM = rf"(?:{_PLAIN_ARRAY}|\((?:{_PLAIN_ARRAY}(?:, {_PLAIN_ARRAY})*)?\)) %[^\s,%(){{}}\[\]/]+"
-_SHAPED_OPERANDS = re.compile(rf"{_SHAPED_ITEM}(?:, {_SHAPED_ITEM})*")
-_SHAPED_NAME = re.compile(r" %([^\s,%(){}\[\]/]+)")
+_SHAPED_OPERANDS = LazyPattern(rf"{_SHAPED_ITEM}(?:, {_SHAPED_ITEM})*")
+_SHAPED_NAME = LazyPattern(r" %([^\s,%(){}\[\]/]+)")
 #: An operand list of names alone, without sigils, joined by ", " (``a.1, b.2``, as XLA prints names without
 #: ``%``): ``operand_list`` reads each item as it stands.
-_PLAIN_NAMES = re.compile(r"[^\s,%(){}\[\]/]+(?:, [^\s,%(){}\[\]/]+)*")
-_BRACKET_QUOTE_COMMA = re.compile(r'[{}\[\]()",]')
+_PLAIN_NAMES = LazyPattern(r"[^\s,%(){}\[\]/]+(?:, [^\s,%(){}\[\]/]+)*")
+_BRACKET_QUOTE_COMMA = LazyPattern(r'[{}\[\]()",]')
 #: What XLA's lexer skips between tokens: white space (line breaks included) and ``/* */`` and ``//`` comments.
-SKIP = re.compile(r"(?:\s+|/\*.*?\*/|//[^\n]*)*", re.DOTALL)
+SKIP = LazyPattern(r"(?:\s+|/\*.*?\*/|//[^\n]*)*", re.DOTALL)
 
 
 class ParserBase:

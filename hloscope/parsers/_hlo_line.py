@@ -19,20 +19,22 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
+from hloscope._regex import LazyPattern
+
 if TYPE_CHECKING:  # pragma: no cover
     from hloscope.hlo import HloInstruction, HloModule, Shape
 
 __all__ = ["ParsedLine", "canonical_line", "parse_line"]
 
 #: ``%name`` tokens (instruction, operand and computation names) of a line.
-_SIGIL = re.compile(r"%([^\s,(){}=]+)")
-_INDEX_COMMENT = re.compile(r"/\*.*?\*/", re.DOTALL)
-_HEAD = re.compile(r"\s*(?:ROOT\s+)?%([^\s=]+)\s*=\s*")
-_OPCODE = re.compile(r"\s*([a-z][a-z0-9\-_]*)\s*\(")
-_CALLEE = re.compile(r"(?:^|[\s,])(?:calls|to_apply|condition|body|branch_computations|true_computation|"
-                     r"false_computation|async_wrapped_computation|select|scatter|called_computations)="
-                     r"(\{[^}]*\}|%[^\s,{}]+)")
-_TILES = re.compile(r"T(?:\([^()]*\))+")
+_SIGIL = LazyPattern(r"%([^\s,(){}=]+)")
+_INDEX_COMMENT = LazyPattern(r"/\*.*?\*/", re.DOTALL)
+_HEAD = LazyPattern(r"\s*(?:ROOT\s+)?%([^\s=]+)\s*=\s*")
+_OPCODE = LazyPattern(r"\s*([a-z][a-z0-9\-_]*)\s*\(")
+_CALLEE = LazyPattern(r"(?:^|[\s,])(?:calls|to_apply|condition|body|branch_computations|true_computation|"
+                      r"false_computation|async_wrapped_computation|select|scatter|called_computations)="
+                      r"(\{[^}]*\}|%[^\s,{}]+)")
+_TILES = LazyPattern(r"T(?:\([^()]*\))+")
 _NO_OPERANDS = frozenset({"parameter", "constant", "iota", "partition-id", "replica-id", "after-all",
                           "rng-get-and-update-state"})
 

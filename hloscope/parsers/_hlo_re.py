@@ -10,17 +10,14 @@ from __future__ import annotations
 import functools
 import re
 import warnings
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-from hloscope.hlo import (
-    ConvolutionDimensionNumbers,
-    Layout,
-    PaddingDimension,
-    Shape,
-    SliceRange,
-    WindowDimension,
-)
+from hloscope._regex import LazyPattern
+from hloscope.hlo import Layout, Shape
 from hloscope.parsers._hlo_groups import replica_groups as replica_groups  # (its home; read from here too)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from hloscope.hlo_values import ConvolutionDimensionNumbers, PaddingDimension, SliceRange, WindowDimension
 
 # --------------------------------------------------------------------------------------------------
 # Instruction lines
@@ -29,7 +26,7 @@ from hloscope.parsers._hlo_groups import replica_groups as replica_groups  # (it
 #: The common one-line instruction: ``[ROOT] %name = <array shape> opcode(<operands without parens>)<rest>``.
 #: Lines this does not match (tuple shapes, operands with tuple shapes, multi-line values) take the
 #: general path in ``_hlo_instruction``.
-INSTRUCTION_FAST: Final = re.compile(
+INSTRUCTION_FAST: Final = LazyPattern(
     r"""
     [ \t]*(ROOT[ \t]+)?          # 1: root marker
     %?([^\s=%]+)[ \t]*=[ \t]*    # 2: name, with or without the % sigil
@@ -42,32 +39,32 @@ INSTRUCTION_FAST: Final = re.compile(
 )
 
 #: Start of any instruction: root marker and name, up to the shape.
-INSTRUCTION_HEAD: Final = re.compile(r"\s*(ROOT\s+)?%?([^\s=%{}(),\"]+)\s*=\s*")
-OPCODE: Final = re.compile(r"\s*([a-z][a-z0-9\-_]*)\s*\(")
+INSTRUCTION_HEAD: Final = LazyPattern(r"\s*(ROOT\s+)?%?([^\s=%{}(),\"]+)\s*=\s*")
+OPCODE: Final = LazyPattern(r"\s*([a-z][a-z0-9\-_]*)\s*\(")
 
 #: ``%name`` references inside an operand list or attribute value.
-SIGIL_NAME: Final = re.compile(r"%([^\s,(){}]+)")
+SIGIL_NAME: Final = LazyPattern(r"%([^\s,(){}]+)")
 
 #: Attribute boundaries: ``, key=``. A value is checked for balanced brackets and quotes before the split
 #: is trusted (``_hlo_lexer.split_attributes``); a string or nested value holding ``, key=`` goes to the scanner.
-ATTRIBUTE_SPLIT: Final = re.compile(r",[ \t]*([A-Za-z_][\w.\-]*)=")
+ATTRIBUTE_SPLIT: Final = LazyPattern(r",[ \t]*([A-Za-z_][\w.\-]*)=")
 
 
 #: One ``"..."`` string with backslash escapes. It may span lines (XLA's test inputs put multi-line configs in
 #: ``backend_config="..."``); see ``INSTRUCTION_IN_STRING``.
-STRING: Final = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+STRING: Final = LazyPattern(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 
 #: A line inside a string that reads like an instruction: the string was left open, and its closing quote is
 #: really the opening quote of a later string.
-INSTRUCTION_IN_STRING: Final = re.compile(r"\n[ \t]*(?:ROOT[ \t]+)?%?[\w.\-]+[ \t]*=[ \t]*(?:\(|[a-z][a-z0-9]*\[)")
+INSTRUCTION_IN_STRING: Final = LazyPattern(r"\n[ \t]*(?:ROOT[ \t]+)?%?[\w.\-]+[ \t]*=[ \t]*(?:\(|[a-z][a-z0-9]*\[)")
 
 #: Characters the value scanner stops at.
-VALUE_STOP: Final = re.compile(r'[,\n{}\[\]()"/]')
+VALUE_STOP: Final = LazyPattern(r'[,\n{}\[\]()"/]')
 #: ``VALUE_STOP`` outside brackets, where white space also ends a value (XLA's lexer splits tokens there).
-VALUE_STOP_TOP: Final = re.compile(r'[ \t,\n{}\[\]()"/]')
+VALUE_STOP_TOP: Final = LazyPattern(r'[ \t,\n{}\[\]()"/]')
 
 #: ``key=value`` pairs inside ``metadata={...}`` and the module's source tables.
-BRACED_FIELD: Final = re.compile(r'([A-Za-z_][\w]*)=("[^"\\]*(?:\\.[^"\\]*)*"|[^\s,}]+)')
+BRACED_FIELD: Final = LazyPattern(r'([A-Za-z_][\w]*)=("[^"\\]*(?:\\.[^"\\]*)*"|[^\s,}]+)')
 
 
 def _nested_brackets(levels: int) -> str:
@@ -86,7 +83,7 @@ def _nested_brackets(levels: int) -> str:
 #: instead of bracket by bracket (the module header of the corpus's llama holds 65 kB of ``input_output_alias``
 #: and ``entry_computation_layout``: ~20,000 brackets, ~5 ms bracket by bracket). Where it does not match, the
 #: scanner goes bracket by bracket.
-NESTED_BRACKETS: Final = re.compile(_nested_brackets(8))
+NESTED_BRACKETS: Final = LazyPattern(_nested_brackets(8))
 
 OPENERS: Final = frozenset("{[(")
 CLOSERS: Final = frozenset("}])")
@@ -109,13 +106,13 @@ def unquote(text: str) -> str:
 # Shapes
 # --------------------------------------------------------------------------------------------------
 
-ARRAY_SHAPE: Final = re.compile(r"([a-z][a-z0-9]*)(?:\[([^\]]*)\])?(?:\{([^}]*)\})?")
+ARRAY_SHAPE: Final = LazyPattern(r"([a-z][a-z0-9]*)(?:\[([^\]]*)\])?(?:\{([^}]*)\})?")
 #: ``ARRAY_SHAPE`` with the white space XLA's lexer allows between its parts (``s32 [4] {0}``); a ``{`` is a
 #: layout only when a digit, ``:`` or ``}`` follows it (else it opens a computation body).
-ARRAY_SHAPE_LOOSE: Final = re.compile(r"([a-z][a-z0-9]*)(?:\s*\[([^\]]*)\])?(?:\s*\{(?=\s*[\d:}])([^}]*)\})?")
-_TILE_GROUP: Final = re.compile(r"\(([^)]*)\)")
-_MEMORY_SPACE: Final = re.compile(r"S\((\d+)\)")
-_COMMENT: Final = re.compile(r"/\*.*?\*/|//[^\n]*", re.DOTALL)
+ARRAY_SHAPE_LOOSE: Final = LazyPattern(r"([a-z][a-z0-9]*)(?:\s*\[([^\]]*)\])?(?:\s*\{(?=\s*[\d:}])([^}]*)\})?")
+_TILE_GROUP: Final = LazyPattern(r"\(([^)]*)\)")
+_MEMORY_SPACE: Final = LazyPattern(r"S\((\d+)\)")
+_COMMENT: Final = LazyPattern(r"/\*.*?\*/|//[^\n]*", re.DOTALL)
 
 
 def strip_comments(text: str) -> str:
@@ -186,8 +183,8 @@ def _parse_dims(text: str) -> tuple[tuple[int, ...], tuple[bool, ...]]:
 INT64_MAX: Final = (1 << 63) - 1
 #: Dimensions as XLA's shape parser reads them (``ParseDimensionSizes``): decimal integers >= 0, ``<=N`` (dynamic,
 #: bounded by N) or ``?`` (unbounded dynamic).
-_DIMS: Final = re.compile(r"\s*(?:(?:<=\s*)?\d+|\?)\s*(?:,\s*(?:(?:<=\s*)?\d+|\?)\s*)*", re.ASCII)
-_DIM: Final = re.compile(r"\s*(?:(?:<=\s*)?\d+|\?)\s*", re.ASCII)
+_DIMS: Final = LazyPattern(r"\s*(?:(?:<=\s*)?\d+|\?)\s*(?:,\s*(?:(?:<=\s*)?\d+|\?)\s*)*", re.ASCII)
+_DIM: Final = LazyPattern(r"\s*(?:(?:<=\s*)?\d+|\?)\s*", re.ASCII)
 
 
 def parse_array_shape(match: re.Match[str]) -> Shape:
@@ -257,7 +254,7 @@ def parse_shape(text: str) -> Shape:
 #: it, never a shorter one the rest of the pattern would settle for), between the white space ``_shape_at`` skips;
 #: an item can only begin with a letter, so ``finditer`` over the text inside the parentheses finds exactly these
 #: items. Anything else (``()``, a trailing ',', a nested tuple, a buffer ``b(...)``) goes to ``_shape_at``.
-_FLAT_TUPLE: Final = re.compile(r"\([ \t\n]*(?>{0})(?:[ \t\n]*,[ \t\n]*(?>{0}))*[ \t\n]*\)".format(
+_FLAT_TUPLE: Final = LazyPattern(r"\([ \t\n]*(?>{0})(?:[ \t\n]*,[ \t\n]*(?>{0}))*[ \t\n]*\)".format(
     ARRAY_SHAPE_LOOSE.pattern))
 
 #: Deepest tuple nesting read (real shapes nest a few levels; this bounds the recursion on hostile input).
@@ -390,11 +387,13 @@ def source_target_pairs(text: str) -> tuple[tuple[int, int], ...]:
     return tuple((p[0], p[1]) for p in pairs)
 
 
-_SLICE_RANGE: Final = re.compile(r"\[\s*(-?\d+)\s*:\s*(-?\d+)\s*(?::\s*(-?\d+)\s*)?\]")
+_SLICE_RANGE: Final = LazyPattern(r"\[\s*(-?\d+)\s*:\s*(-?\d+)\s*(?::\s*(-?\d+)\s*)?\]")
 
 
 def slice_ranges(text: str) -> tuple[SliceRange, ...]:
     """``{[0:2], [1:8:2]}`` -> SliceRange per dimension."""
+    from hloscope.hlo_values import SliceRange
+
     return tuple(
         SliceRange(int(a), int(b), int(c) if c else 1) for a, b, c in _SLICE_RANGE.findall(text)
     )
@@ -402,6 +401,8 @@ def slice_ranges(text: str) -> tuple[SliceRange, ...]:
 
 def padding_config(text: str) -> tuple[PaddingDimension, ...]:
     """Pad's ``padding=0_0x1_1_2`` -> PaddingDimension per dimension (``lo_hi[_interior]``)."""
+    from hloscope.hlo_values import PaddingDimension
+
     if not text:
         return ()
     out = []
@@ -427,6 +428,8 @@ def window(text: str) -> tuple[WindowDimension, ...]:
 
     Keys follow ``window_util::ToString``; ``pad`` is ``lo_hi`` per dimension.
     """
+    from hloscope.hlo_values import WindowDimension
+
     body = text.strip()
     if body.startswith("{"):
         body = body[1:-1]
@@ -484,6 +487,8 @@ def dim_labels(text: str) -> ConvolutionDimensionNumbers:
 
     Input labels use b/f, kernel labels i/o, output labels b/f; digits are spatial dimensions in window order.
     """
+    from hloscope.hlo_values import ConvolutionDimensionNumbers
+
     lhs_rhs, arrow, out = text.partition("->")
     lhs, underscore, rhs = lhs_rhs.partition("_")
     if not arrow or not underscore:

@@ -37,6 +37,7 @@ import re
 from itertools import chain
 from operator import attrgetter, itemgetter, methodcaller
 
+from hloscope._regex import LazyPattern
 from hloscope.hlo import CALLED_COMPUTATION_ROLES, HloComputation, HloInstruction, HloModule
 from hloscope._compiled import PURE_PYTHON, compiled
 from hloscope._gc import paused_gc
@@ -95,16 +96,16 @@ _VALUES = methodcaller("values")
 def _not_built(comp: HloComputation) -> bool:
     return not comp.is_built
 _TABLE_NAMES = frozenset({"FileNames", "FunctionNames", "FileLocations", "StackFrames"})
-_TABLE_ROW = re.compile(r"[ \t]*(\d+)[ \t]+([^\n]*?)[ \t\r]*$", re.MULTILINE)
+_TABLE_ROW = LazyPattern(r"[ \t]*(\d+)[ \t]+([^\n]*?)[ \t\r]*$", re.MULTILINE)
 #: ``INSTRUCTION_FAST`` anchored to end at a line end (the match covers exactly one line).
-_INSTRUCTION_LINE = re.compile(r.INSTRUCTION_FAST.pattern + r"(?=\n|\Z)", re.VERBOSE)
-_MODULE_HEADER = re.compile(r"\s*HloModule[ \t]+([^\s,]+)")
-_MODULE_SEPARATOR = re.compile(r"^//[ \t]*-----[^\n]*$", re.MULTILINE)
-_MODULE_KEYWORD = re.compile(r"HloModule\s")
+_INSTRUCTION_LINE = LazyPattern(r.INSTRUCTION_FAST.pattern + r"(?=\n|\Z)", re.VERBOSE)
+_MODULE_HEADER = LazyPattern(r"\s*HloModule[ \t]+([^\s,]+)")
+_MODULE_SEPARATOR = LazyPattern(r"^//[ \t]*-----[^\n]*$", re.MULTILINE)
+_MODULE_KEYWORD = LazyPattern(r"HloModule\s")
 _AFTER_ENTRY = frozenset(" \t\r\n%/")
-_COMPUTATION_NAME = re.compile(r"%?([^\s(){}=%,/\"]+)")
+_COMPUTATION_NAME = LazyPattern(r"%?([^\s(){}=%,/\"]+)")
 #: The start of a one-line computation header, up to its parameter list (``_computation_header``).
-_HEADER_LINE = re.compile(r"(ENTRY[ \t]+)?%?([^\s(){}=%,/\"]+)[ \t]*\(")
+_HEADER_LINE = LazyPattern(r"(ENTRY[ \t]+)?%?([^\s(){}=%,/\"]+)[ \t]*\(")
 
 
 def parse_hlo_text(text: str, source: str = "<string>") -> HloModule:

@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import io
 import json
-import re
 import zlib
 from pathlib import Path
 from typing import Any, Iterator, NamedTuple
 
+from hloscope._regex import LazyPattern
 from hloscope.parsers._trace_error import TraceError
 
 __all__ = ["TopKey", "open_text", "trace_items"]
@@ -32,7 +32,7 @@ __all__ = ["TopKey", "open_text", "trace_items"]
 _CHUNK = 1 << 20
 #: Longest single JSON value (one event) buffered while waiting for it to complete, in characters.
 _MAX_VALUE = 64 << 20
-_BLANK = re.compile(r"[ \t\r\n]*")
+_BLANK = LazyPattern(r"[ \t\r\n]*")
 
 
 class _Stream:

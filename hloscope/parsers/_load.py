@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 
+from hloscope._regex import LazyPattern
 from hloscope.hlo import HloModule
 from hloscope.parsers._errors import HloParseError
 from hloscope.parsers._hlo_text import parse_hlo_text
@@ -18,7 +18,7 @@ DUMP_SUFFIX = "after_optimizations.txt"
 #: The start of a one-line ``str`` that ``parse_hlo`` reads as HLO text: the keyword ``HloModule`` or ``ENTRY``
 #: (not the start of a longer name such as ``ENTRY.txt``), or a computation header without ``ENTRY``:
 #: ``%name (params) -> shape``, or ``%name {`` followed by the first instruction's ``[ROOT] name =``.
-_TEXT_START = re.compile(
+_TEXT_START = LazyPattern(
     r"""\s*(?:(?:HloModule|ENTRY)(?![\w.\-])"""
     r"""|%?[^\s(){}=%,/"]+\s*(?:\([^\n]*?\)\s*->|\{\s*(?:ROOT\s+)?%?[^\s(){}=%,/"]+\s*=))"""
 )

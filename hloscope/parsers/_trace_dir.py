@@ -25,6 +25,7 @@ import os
 import re
 from pathlib import Path
 
+from hloscope._regex import LazyPattern
 from hloscope.errors import escaped
 from hloscope.parsers._trace_error import TraceError
 
@@ -32,7 +33,7 @@ __all__ = ["checked_path", "find_xplane_files", "gunzip", "inflate_limit", "open
 
 XPLANE_SUFFIXES = (".xplane.pb", ".xplane.pb.gz")
 _CHROME_SUFFIXES = (".trace.json.gz", ".trace.json")
-_RUN_NAME_RE = re.compile(r"^\d{4}_\d{2}_\d{2}_\d{2}_\d{2}_\d{2}$")
+_RUN_NAME_RE = LazyPattern(r"^\d{4}_\d{2}_\d{2}_\d{2}_\d{2}_\d{2}$")
 _HOW = "capture one with `with jax.profiler.trace(log_dir): ...` and pass log_dir"
 
 
@@ -41,7 +42,7 @@ INFLATE_ENV = "HLOSCOPE_MAX_INFLATED_BYTES"
 _INFLATE_FLOOR = 256 << 20
 _INFLATE_RATIO = 64
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
-_SIZE_RE = re.compile(r"(\d{1,20})\s*([KMGT]?)(?:i?B)?", re.IGNORECASE)
+_SIZE_RE = LazyPattern(r"(\d{1,20})\s*([KMGT]?)(?:i?B)?", re.IGNORECASE)
 #: Longest path, and longest name in it, that the readers look up (bytes; Linux PATH_MAX and NAME_MAX).
 _PATH_MAX = 4096
 _NAME_MAX = 255

@@ -11,10 +11,10 @@ become ``category`` columns straight from the codes, so no string is created per
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 from typing import Any
 
+from hloscope._regex import LazyPattern
 from hloscope.parsers._xspace_file import _release_freed_memory, open_xspace
 from hloscope.parsers._xspace_hlo import hlo_protos, hlo_text_printer
 from hloscope.parsers._xspace_names import DEVICE_KIND_STATS, HOST_PLANE, _stat_names, _stat_value
@@ -24,7 +24,7 @@ from hloscope.parsers._xspace_steps import _step_markers
 from hloscope.parsers.events import MODULE_RUN_COLUMNS, OP_COLUMNS, STEP_COLUMNS, TraceEvents
 
 _XPLANE_SUFFIX = ".xplane.pb"
-_DIGITS = re.compile(r"(\d+)")
+_DIGITS = LazyPattern(r"(\d+)")
 
 
 def host_name(path: str | os.PathLike[str]) -> str:

@@ -20,6 +20,7 @@ from typing import Any
 
 from google.protobuf.message import DecodeError, Message
 
+from hloscope._regex import LazyPattern
 from hloscope.parsers import _xspace_schema as _schema
 from hloscope.parsers._trace_dir import checked_path, gunzip, lookup
 from hloscope.parsers._trace_error import TraceError
@@ -32,7 +33,7 @@ from hloscope.parsers._xspace_wire import _Malformed, _py_skip, _py_varint, _sca
 #: stream); more means corrupted or hostile bytes.
 _MAX_PLANES = 1 << 16
 _MAX_LINES = 1 << 20
-_DEVICE_NUMBER = re.compile(r"^/device:[A-Za-z_]+:(\d+)")
+_DEVICE_NUMBER = LazyPattern(r"^/device:[A-Za-z_]+:(\d+)")
 
 # --------------------------------------------------------------------------------------------------------
 # Reading

@@ -19,6 +19,7 @@ from typing import Callable
 
 from google.protobuf.message import DecodeError
 
+from hloscope._regex import LazyPattern
 from hloscope.parsers import _xspace_schema as _schema
 from hloscope.parsers._trace_error import TraceError
 from hloscope.parsers._xspace_names import (
@@ -201,7 +202,7 @@ def hlo_text_printer(entry: HloProtoEntry, path: str | os.PathLike[str]) -> Call
     return to_text
 
 
-_LOG_LINE = re.compile(r"^[EFW]\d{4} [\d:.]+\s+\d+ [^\]]*\] (.*)$", re.MULTILINE)
+_LOG_LINE = LazyPattern(r"^[EFW]\d{4} [\d:.]+\s+\d+ [^\]]*\] (.*)$", re.MULTILINE)
 
 
 def _first_log_line(log: list[str]) -> str:

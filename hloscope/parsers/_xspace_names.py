@@ -8,9 +8,10 @@ and split the ``<module>(<program_id>)`` keys the profiler uses for modules. Sha
 
 from __future__ import annotations
 
-import re
 import zlib
 from typing import Any
+
+from hloscope._regex import LazyPattern
 
 # Names from xla/tsl/profiler/utils/xplane_schema.cc (checked against real files, see docs/xspace.md).
 METADATA_PLANE = "/host:metadata"
@@ -44,8 +45,8 @@ _GPU_DERIVED_LINES = frozenset(
     }
 )
 
-_DEVICE_RE = re.compile(r"^/device:(TPU|GPU):(\d+)$")
-_MODULE_KEY_RE = re.compile(r"^(?P<name>.*)\((?P<id>-?\d+)\)$")  # "jit_f(6)", "jit_step(1203...885)"
+_DEVICE_RE = LazyPattern(r"^/device:(TPU|GPU):(\d+)$")
+_MODULE_KEY_RE = LazyPattern(r"^(?P<name>.*)\((?P<id>-?\d+)\)$")  # "jit_f(6)", "jit_step(1203...885)"
 _U64 = (1 << 64) - 1
 _RECAPTURE = (
     "re-capture the profile with jax.profiler.trace(log_dir) and pass log_dir/plugins/profile/<run>/*.xplane.pb"

@@ -7,9 +7,9 @@ so reading them again costs nothing.
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING, Any
 
+from hloscope._regex import LazyPattern
 from hloscope.parsers._xspace_file import XSpaceIndex, _LineRef, _plane_sources, _scan_ref
 from hloscope.parsers._xspace_names import HOST_PLANE, STEP_EVENT_COLUMNS, STEPS_LINE, _device_id
 from hloscope.parsers._xspace_plane import _KEY_CODE, _STEP_STATS, _PlaneOps
@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 #: A step number as a stat or an event name writes it: ASCII digits, at most 20 (no int64 has more; ``int()``
 #: would also take ``"\u00b2"``-like digits of other scripts, ``"1_000"``, and refuses more than 4300 digits).
-_STEP_TEXT = re.compile(r"[+-]?[0-9]{1,20}")
+_STEP_TEXT = LazyPattern(r"[+-]?[0-9]{1,20}")
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 

@@ -39,6 +39,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from hloscope._regex import LazyPattern
 from hloscope.roofline.chip_spec import (
     _DEFAULTS,
     _FIELDS,
@@ -111,11 +112,11 @@ def config_dir() -> Path:
     return Path.home() / ".config" / "hloscope"
 
 
-_TOML_POS_RE = re.compile(r"at line (\d+), column (\d+)")
-_HEADER_RE = re.compile(
+_TOML_POS_RE = LazyPattern(r"at line (\d+), column (\d+)")
+_HEADER_RE = LazyPattern(
     r"^\s*\[\s*chips\s*\.\s*(\"[^\"]*\"|'[^']*'|[A-Za-z0-9_-]+)\s*(?:\.\s*([A-Za-z0-9_-]+)\s*)?\]"
 )
-_KEY_RE = re.compile(r"^\s*(\"[^\"]*\"|'[^']*'|[A-Za-z0-9_-]+)\s*=")
+_KEY_RE = LazyPattern(r"^\s*(\"[^\"]*\"|'[^']*'|[A-Za-z0-9_-]+)\s*=")
 
 
 def _locate_toml_error(text: str, line: int | None) -> tuple[str | None, str | None]:
@@ -443,7 +444,7 @@ def load_user_chips(directory: str | os.PathLike[str] | None = None) -> dict[str
 
 # ---- writing -------------------------------------------------------------------------------------------
 
-_BARE_KEY_RE = re.compile(r"^[A-Za-z0-9_-]+$")
+_BARE_KEY_RE = LazyPattern(r"^[A-Za-z0-9_-]+$")
 
 
 def _toml_key(key: str) -> str:

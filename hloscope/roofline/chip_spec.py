@@ -56,6 +56,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hloscope._regex import LazyPattern
 from hloscope.errors import HloscopeError
 
 __all__ = [
@@ -144,7 +145,7 @@ _FALLBACK_CHAIN: dict[str, tuple[str, ...]] = {
     _WIDE_INT: ("f32", "bf16"),
 }
 
-_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
+_ID_RE = LazyPattern(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
 
 
 def _norm(name: str) -> str:

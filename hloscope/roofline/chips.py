@@ -41,6 +41,7 @@ import types
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from hloscope._regex import LazyPattern
 from hloscope.roofline.chip_files import (
     BUILTIN_CHIPS_FILE_NAME,
     CHIPS_FILE_NAME,
@@ -174,8 +175,8 @@ def get_chip(id_or_alias: str, extra: Mapping[str, ChipSpec] | None = None) -> C
 # ("AMD Instinct MI300X") and falls back to the gfx target with its feature flags
 # ("gfx942:sramecc+:xnack-") when HIP gives no name (openxla/xla rocm_executor.cc, CreateDeviceDescription);
 # SR-IOV guests (cloud VMs) see a " VF" suffix ("AMD Instinct MI350X VF" in jax-ml/jax PR 37634).
-_GFX_TARGET_RE = re.compile(r"^\s*(gfx[0-9a-f]+)(?::[a-z0-9_]+[+-]?)*\s*$", re.IGNORECASE)
-_VIRTUAL_FUNCTION_RE = re.compile(r"\s+VF\s*$", re.IGNORECASE)
+_GFX_TARGET_RE = LazyPattern(r"^\s*(gfx[0-9a-f]+)(?::[a-z0-9_]+[+-]?)*\s*$", re.IGNORECASE)
+_VIRTUAL_FUNCTION_RE = LazyPattern(r"\s+VF\s*$", re.IGNORECASE)
 
 
 def get_device_spec(device_kind: str, extra: Mapping[str, ChipSpec] | None = None) -> ChipSpec:
@@ -215,7 +216,7 @@ def get_device_spec(device_kind: str, extra: Mapping[str, ChipSpec] | None = Non
 
 # A device a profiler plane describes instead of naming (``hloscope.parsers._xspace_events._device_kind``):
 # "AMD GPU (gfx9.4, 304 CUs, 192 GiB HBM)".
-_DESCRIBED_RE = re.compile(r"^(?P<vendor>\w+) GPU \((?:.*, )?(?P<gib>\d+) GiB HBM\)$")
+_DESCRIBED_RE = LazyPattern(r"^(?P<vendor>\w+) GPU \((?:.*, )?(?P<gib>\d+) GiB HBM\)$")
 
 
 def _by_description(kind: str, extra: Mapping[str, ChipSpec] | None) -> ChipSpec | None:

@@ -50,6 +50,8 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Mapping
 
+from hloscope._regex import LazyPattern
+
 if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
@@ -75,7 +77,7 @@ INSTANCE_COLUMNS = ["step", "module", "instruction", "k", "max_ps", "count"]
 TOP_GAPS = 20
 
 #: An unjoined event whose instruction (or kernel) name says it is communication.
-_COMM_NAME = re.compile(
+_COMM_NAME = LazyPattern(
     r"^(all-reduce|all-gather|reduce-scatter|all-to-all|ragged-all-to-all|collective-permute|collective-broadcast"
     r"|send|recv)(?![a-z])|nccl|rccl", re.IGNORECASE)
 _SEND_RECV = frozenset({"send", "recv", "send-done", "recv-done"})
@@ -385,7 +387,7 @@ def _slowest_participant(parts: list[HostPart], runs: Mapping[str, float]) -> di
 
 
 #: A done's operand in its HLO line: the first ``%name`` after ``-done(`` (its type, a tuple, comes first).
-_DONE_OPERAND = re.compile(r"-done\([^%]*%([A-Za-z0-9_.\-]+)")
+_DONE_OPERAND = LazyPattern(r"-done\([^%]*%([A-Za-z0-9_.\-]+)")
 
 
 def pairs_from_lines(ev: pd.DataFrame) -> dict[tuple[str, str], str]:
