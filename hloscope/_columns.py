@@ -18,7 +18,8 @@ column, or a pandas without it, is made by ``pd.DataFrame``). tests/test_columns
 and column index included.
 
 ``ColumnTable`` is such a table before it is a DataFrame: its columns as those arrays, in row order, made into
-the DataFrame ``frame_from_columns`` would make on first use (``Report.ops``). The static analysis, its JSON, the
+the DataFrame ``frame_from_columns`` would make on first use (``Report.ops``); a column made from a
+``CodedStrings`` is kept as its codes until its object array is read (the report's JSON prints it from the codes). The static analysis, its JSON, the
 pytest plugin's baseline and comparison read the columns alone: no DataFrame is made for them, and the
 ``hloscope report --format json`` process of an HLO file never imports pandas (~0.2 s of its time). Every reader
 here (``column_list``, ``column_array``, ``dtype_kinds``, ``head_records``) takes either.
@@ -121,7 +122,9 @@ class ColumnTable:
 
     ``columns`` (the names, in order), ``len()``, ``table[name] = values`` (a list or array of plain values, or
     one scalar for every row, as a DataFrame takes it); ``column_list``, ``column_array`` and ``dtype_kinds`` read
-    it as they read a DataFrame, with the same values. Made by ``table_from_columns``.
+    it as they read a DataFrame, with the same values. Made by ``table_from_columns``: ``arrays`` holds
+    ``(kind, array)`` per column, the array None for a column of strings made from ``codes[name]`` (``(codes,
+    categories)``, in row order), whose object array ``stored`` makes when it is first read.
     """
 
     __slots__ = ("_names", "_arrays", "_rows", "_codes")
@@ -149,8 +152,14 @@ class ColumnTable:
         return name in self._arrays
 
     def stored(self, name: str) -> Any:
-        """Column ``name``'s array (an object array for a column of strings). Raises KeyError."""
-        return self._arrays[name][1]
+        """Column ``name``'s array (an object array for a column of strings; a coded column's made from its codes
+        on first read, ``categories[codes]``). Raises KeyError."""
+        kind, array = self._arrays[name]
+        if array is None:
+            codes, categories = self._codes[name]
+            array = categories[codes]
+            self._arrays[name] = (kind, array)
+        return array
 
     def kind(self, name: str) -> str:
         """``dtype.kind`` of the column in the DataFrame: ``"O"`` for strings, else its array's."""
@@ -181,7 +190,7 @@ class ColumnTable:
             import pandas as pd
 
             return pd.DataFrame([], columns=self._names)
-        return _frame_of([self._arrays[n] for n in self._names], self._names, self._rows)
+        return _frame_of([(self._arrays[n][0], self.stored(n)) for n in self._names], self._names, self._rows)
 
 
 def table_from_columns(columns: dict[str, Any], order: Any = None, unordered: frozenset = frozenset()
@@ -204,7 +213,7 @@ def table_from_columns(columns: dict[str, Any], order: Any = None, unordered: fr
                     if taken is None:
                         taken = taken_codes[id(column.codes)] = column.codes[order]
                 codes[names[k]] = (taken, column.categories)
-                values[k] = column.categories[taken]
+                values[k] = None  # (its object array made when read: ``ColumnTable.stored``)
             else:
                 values[k] = column.tolist()
     plain = [n for n in names if n not in codes]

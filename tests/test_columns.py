@@ -275,6 +275,16 @@ def test_coded_strings_make_the_frame_of_their_strings(order) -> None:
     assert column_codes(table, "b") is None and column_codes(table.frame(), "dtype") is None
 
 
+def test_a_coded_column_is_kept_as_its_codes_until_read() -> None:
+    """The object array of a coded column is made when first read (``stored``, the frame), once; the report's
+    JSON prints the column from its codes (``result.report._records``) without it."""
+    strings = ["bf16", "f32", "bf16", "s8"]
+    table = table_from_columns({"dtype": _coded(strings), "x": np.arange(4.0)}, np.array([3, 1, 0, 2]))
+    assert table._arrays["dtype"] == ("str", None)  # (not made yet)
+    first = table.stored("dtype")
+    assert first.tolist() == ["s8", "f32", "bf16", "bf16"] and table.stored("dtype") is first
+
+
 def test_coded_strings_of_other_values_go_the_list_way() -> None:
     """Categories that are not all ``str`` are read as the list of their values (here: pandas' own frame, as
     for that list); a column set anew drops its codes."""

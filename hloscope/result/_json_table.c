@@ -5,15 +5,17 @@
  * table_text(key_texts, columns, level, as_bytes=False) -> str | bytes | None
  *
  * key_texts: per column, its key as JSON text followed by ": " (``encode_basestring_ascii(key) + ": "``);
- * columns: one per key, each a list or a float64 buffer (a numpy array: its values, NaN and infinities printed
- * as null), of equal length (at least one row); level: the indentation of the list's brackets. Returns the text
+ * columns: one per key, each a list, a float64 buffer (a numpy array: its values, NaN and infinities printed
+ * as null) or a coded column ``(codes, values)`` -- an int64 buffer of one code a row and the list of values
+ * the codes index (row ``i`` holds ``values[codes[i]]``: a report's column of repeated strings) --, of equal
+ * length (at least one row); level: the indentation of the list's brackets. Returns the text
  * of the list of row objects: each row's cells ``key: value`` one per line at ``level + 2``, its braces at
  * ``level + 1``; as ASCII bytes with ``as_bytes`` (for a writer). A value is printed as json's C encoder prints
  * it: exact ``str`` (ASCII, escaped as ``encode_basestring_ascii``), exact ``float`` (``float.__repr__``), exact
  * ``int`` (``int.__repr__``), True, False, None, and an exact ``list`` of exact ``str`` (one item per line, as
  * ``indent=1``). Any other value, a float object that is NaN or infinite (which ``allow_nan=False`` refuses), a
- * column of another kind or length or a key text that is not ASCII gives None with no error set: the Python
- * path then prints the table, or raises what ``json.dumps`` raises.
+ * column of another kind or length, a code out of its values' range or a key text that is not ASCII gives None
+ * with no error set: the Python path then prints the table, or raises what ``json.dumps`` raises.
  *
  * Why: the ops table of a large module is 20,000-30,000 rows of 37 cells (22 MB of text for the corpus's
  * llama module); in Python each cell costs a cached lookup and two joins (0.07-0.1 s a report). Here the text
@@ -324,6 +326,38 @@ static int float64_view(PyObject *c, Py_ssize_t nrow, Py_buffer *view) {
     return 0;
 }
 
+/* Whether ``c`` is a coded column of ``nrow`` rows: a 2-tuple of a one-dimensional C-contiguous buffer of
+ * ``nrow`` int64 codes (held in ``view`` when so, released by the caller) and a list of values, every code an
+ * index of the list (its items then in ``*values``). No error set when not. */
+static int coded_view(PyObject *c, Py_ssize_t nrow, Py_buffer *view, PyObject ***values) {
+    PyObject *list;
+    Py_ssize_t nvalues, i;
+    const int64_t *codes;
+    if (!PyTuple_CheckExact(c) || PyTuple_GET_SIZE(c) != 2 || !PyList_CheckExact(PyTuple_GET_ITEM(c, 1))) {
+        return 0;
+    }
+    if (PyObject_GetBuffer(PyTuple_GET_ITEM(c, 0), view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
+        PyErr_Clear();
+        return 0;
+    }
+    if (view->ndim != 1 || view->itemsize != 8 || view->format == NULL || view->shape[0] != nrow
+            || (strcmp(view->format, "l") != 0 && strcmp(view->format, "q") != 0)) {
+        PyBuffer_Release(view);
+        return 0;
+    }
+    list = PyTuple_GET_ITEM(c, 1);
+    nvalues = PyList_GET_SIZE(list);
+    codes = view->buf;
+    for (i = 0; i < nrow; i++) {
+        if (codes[i] < 0 || codes[i] >= nvalues) {
+            PyBuffer_Release(view);
+            return 0;
+        }
+    }
+    *values = PySequence_Fast_ITEMS(list);
+    return 1;
+}
+
 /* The texts between a table's values, made once for the table: per column, what precedes its value in a row
  * (``,`` after the first cell, a newline, the cell's indentation, the key text); a row's opening (``,`` before
  * every row but the first, a newline, the indentation, ``{``) and its closing (a newline, the indentation, ``}``).
@@ -376,13 +410,14 @@ static int make_joints(Joints *j, PyObject *keys, Py_ssize_t ncol, Py_ssize_t le
 }
 
 static PyObject *table_text(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    PyObject *keys, *columns, *out = NULL, ***items = NULL;
+    PyObject *keys, *columns, *out = NULL, ***items = NULL, ***coded = NULL;
     Py_ssize_t ncol, nrow, level, row, col, viewed = 0;
     Joints joints = {NULL, NULL, NULL};
     Buffer b = {NULL, 0, NULL, 0, 0};
     Entry *floats = NULL, *strings = NULL;
     Py_buffer *views = NULL;
     const double **doubles = NULL;
+    const int64_t **codes = NULL;
     (void)self;
     if (nargs < 3 || nargs > 4 || !PyList_Check(args[0]) || !PyList_Check(args[1]) || !PyLong_Check(args[2])) {
         PyErr_SetString(PyExc_TypeError, "table_text(key_texts: list, columns: list, level: int, as_bytes=False)");
@@ -401,17 +436,24 @@ static PyObject *table_text(PyObject *self, PyObject *const *args, Py_ssize_t na
     if (ncol == 0 || PyList_GET_SIZE(columns) != ncol || level < 0) {
         Py_RETURN_NONE;
     }
-    nrow = PyObject_Length(PyList_GET_ITEM(columns, 0)); /* (every column is checked to have as many below) */
+    {   /* (every column is checked to have as many rows below; a coded column's are its codes) */
+        PyObject *first = PyList_GET_ITEM(columns, 0);
+        nrow = PyObject_Length(PyTuple_CheckExact(first) && PyTuple_GET_SIZE(first) == 2 ? PyTuple_GET_ITEM(first, 0)
+                                                                                        : first);
+    }
     if (nrow < 0) {
         PyErr_Clear();
         Py_RETURN_NONE;
     }
     items = PyMem_Calloc((size_t)ncol, sizeof(PyObject **));
     doubles = PyMem_Calloc((size_t)ncol, sizeof(double *));
+    coded = PyMem_Calloc((size_t)ncol, sizeof(PyObject **));
+    codes = PyMem_Calloc((size_t)ncol, sizeof(int64_t *));
     views = PyMem_Calloc((size_t)ncol, sizeof(Py_buffer));
     floats = PyMem_Calloc(CACHE_SIZE, sizeof(Entry));
     strings = PyMem_Calloc(CACHE_SIZE, sizeof(Entry));
-    if (items == NULL || doubles == NULL || views == NULL || floats == NULL || strings == NULL) {
+    if (items == NULL || doubles == NULL || coded == NULL || codes == NULL || views == NULL || floats == NULL
+            || strings == NULL) {
         PyErr_NoMemory();
         goto done;
     }
@@ -421,6 +463,8 @@ static PyObject *table_text(PyObject *self, PyObject *const *args, Py_ssize_t na
             items[col] = PySequence_Fast_ITEMS(c);
         } else if (float64_view(c, nrow, &views[viewed])) {
             doubles[col] = views[viewed++].buf;
+        } else if (coded_view(c, nrow, &views[viewed], &coded[col])) {
+            codes[col] = views[viewed++].buf;
         } else {
             goto none;
         }
@@ -446,8 +490,9 @@ static PyObject *table_text(PyObject *self, PyObject *const *args, Py_ssize_t na
             if (put(&b, joints.texts + joints.at[col], joints.len[col]) < 0) {
                 goto done;
             }
-            rc = items[col] ? put_value(&b, items[col][row], level + 2, floats, strings)
-                            : put_double(&b, doubles[col][row], floats);
+            rc = items[col]   ? put_value(&b, items[col][row], level + 2, floats, strings)
+                 : coded[col] ? put_value(&b, coded[col][codes[col][row]], level + 2, floats, strings)
+                              : put_double(&b, doubles[col][row], floats);
             if (rc < 0) {
                 goto done;
             }
@@ -476,6 +521,8 @@ done:
     }
     PyMem_Free(views);
     PyMem_Free(doubles);
+    PyMem_Free(codes);
+    PyMem_Free(coded);
     PyMem_Free(items);
     Py_XDECREF(b.obj);
     PyMem_Free(floats);

@@ -38,6 +38,7 @@ from json.encoder import encode_basestring_ascii
 from operator import is_not, itemgetter
 from typing import Any
 
+from hloscope._columns import CodedStrings
 from hloscope._compiled import PURE_PYTHON, compiled
 
 _SCALAR = (str, int, float, type(None))  # (bool is an int)
@@ -62,9 +63,10 @@ class Rows:
     """A list of dicts that all have the keys ``keys``, in that order, held as its columns: ``dumps_indent1``
     prints it as that list without the dicts being made. Not JSON to anything else.
 
-    A column is a list, or a one-dimensional float64 numpy array standing for the list of its values as Python
+    A column is a list, a one-dimensional float64 numpy array standing for the list of its values as Python
     floats with each NaN or infinite one as None (``listed``: what a report's float column is in JSON, converted
-    only where the Python path prints it)."""
+    only where the Python path prints it), or a ``_columns.CodedStrings`` standing for the list of
+    ``categories[codes]`` (a report's column of repeated strings, printed from its few values)."""
 
     __slots__ = ("keys", "columns", "count")
 
@@ -108,6 +110,8 @@ def listed(column: Any) -> list[Any]:
     infinities as None."""
     if type(column) is list:
         return column
+    if type(column) is CodedStrings:
+        return column.tolist()
     import numpy as np
 
     values = column.tolist()
@@ -284,8 +288,8 @@ def _emit_table(keys: list[str], columns: list[Any], level: int, out: list[str],
     (``_json_table.c``, which leaves any value but plain scalars and lists of strings to this path)."""
     table_text = _c_table_text()
     if table_text is not None:
-        text = table_text([encode_basestring_ascii(key) + ": " for key in keys], columns, level,
-                          type(out) is _WriterPieces)
+        text = table_text([encode_basestring_ascii(key) + ": " for key in keys], list(map(_c_column, columns)),
+                          level, type(out) is _WriterPieces)
         if text is not None:
             out.append(text)
             return True
@@ -302,6 +306,16 @@ def _emit_table(keys: list[str], columns: list[Any], level: int, out: list[str],
             (pad1 + "}," + pad1 + "{" + pad2).join(map(("," + pad2).join, zip(*texts))),
             pad1, "}\n", " " * level, "]")
     return True
+
+
+def _c_column(column: Any) -> Any:
+    """A column of ``Rows`` as ``table_text`` takes it: a ``CodedStrings`` as ``(codes, categories)``, its codes an
+    int64 array, its categories a list; any other as it is."""
+    if type(column) is not CodedStrings:
+        return column
+    import numpy as np
+
+    return np.ascontiguousarray(column.codes, dtype=np.int64), column.categories.tolist()
 
 
 @cache

@@ -10,7 +10,7 @@ from pathlib import Path
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from hloscope._columns import ColumnTable, column_array, column_codes, column_list, dtype_kinds
+from hloscope._columns import CodedStrings, ColumnTable, column_array, column_codes, column_list, dtype_kinds
 from hloscope.errors import ReportSchemaError
 from hloscope.result.assertions import ReportAssertions
 
@@ -414,8 +414,16 @@ def _records(df: ColumnTable | pd.DataFrame, convert: dict[str, Any] | None = No
         elif kind in "iub":
             values = column_list(df, name)
         else:
-            values = column_list(df, name)
             coded = column_codes(df, name)  # (a coded column's values are among its few categories: their types)
+            if rows and coded is not None and set(map(type, coded[1].tolist())) <= as_they_are:
+                # (Rows: the codes and the categories, converted one category each; printed without the
+                # column's list of strings, or its object array, being made)
+                categories = coded[1]
+                if convert is not None and name in convert:  # (fromiter: a list value stays one object)
+                    categories = np.fromiter(map(convert[name], categories.tolist()), object, len(categories))
+                columns.append(CodedStrings(coded[0], categories))
+                continue
+            values = column_list(df, name)
             if not set(map(type, values if coded is None else coded[1].tolist())) <= as_they_are:
                 values = [_clean_value(v) for v in values]
         if convert is not None and name in convert:

@@ -115,6 +115,57 @@ def test_columns_of_other_lengths_or_keys_that_are_not_ascii_are_left_to_python(
         table_text(_keys(["a"]), ([1],), 0)
 
 
+@pytest.mark.parametrize("first", [True, False])
+def test_coded_columns_print_as_the_list_of_their_values(first):
+    """A coded column ``(codes, values)`` prints as ``[values[c] for c in codes]`` -- first among the columns (the
+    rows are counted from its codes) or not -- its values any the printer takes (strings, lists of strings)."""
+    rng = random.Random(11)
+    values = [rng.choice(STRINGS) + str(i) for i in range(7)] + [["a", "b\n"], []]
+    codes = np.array([rng.randrange(len(values)) for _ in range(500)], dtype=np.int64)
+    listed_values = [values[c] for c in codes.tolist()]
+    other = [rng.random() for _ in range(500)]
+    keys = ["coded", "x"] if first else ["x", "coded"]
+    coded, plain = (codes, values), [listed_values, other]
+    columns = [coded, other] if first else [other, coded]
+    text = table_text(_keys(keys), columns, 1)
+    assert text is not None
+    assert text == _expected(keys, [listed_values, other] if first else [other, listed_values], 1)
+    assert plain[0] == [json.loads(text)[i]["coded"] for i in range(500)]
+
+
+@pytest.mark.parametrize("column", [
+    (np.array([0, 2]), ["a", "b"]),  # a code past its values
+    (np.array([0, -1]), ["a", "b"]),  # a negative code
+    (np.array([0, 1], dtype=np.int32), ["a", "b"]),  # codes not of 64 bits
+    (np.array([0, 1, 1]), ["a", "b"]),  # another length
+    (np.array([0, 1]), ("a", "b")),  # values not a list
+    (np.array([0, 1]), ["a", "b"], 0),  # a tuple of three
+    (np.array([0, 1]), [1.0, math.nan]),  # a value the printer leaves to Python
+])
+def test_coded_columns_it_does_not_print_are_left_to_python(column):
+    assert table_text(_keys(["k", "other"]), [column, ["x", "y"]], 0) is None
+
+
+def test_rows_of_coded_strings_print_in_c_and_in_python(monkeypatch):
+    """A ``CodedStrings`` column of ``Rows`` (a report's repeated strings) prints as its values, by the C printer
+    (handed its codes and values: no list made) and by the Python path alike."""
+    from hloscope._columns import CodedStrings, object_array
+
+    categories = object_array(["fusion", "dot", 'q"'])
+    codes = np.array([2, 0, 0, 1, 2, 1, 0], dtype=np.intp)
+    rows = Rows(["opcode", "n"], [CodedStrings(codes, categories), list(range(7))], 7)
+    expected = json.dumps({"ops": [{"opcode": categories[c], "n": i} for i, c in enumerate(codes.tolist())]},
+                          indent=1)
+    calls = []
+    c_text = _json_text._c_table_text()
+    if c_text is not None:
+        monkeypatch.setattr(_json_text, "_c_table_text", lambda: lambda *a: calls.append(c_text(*a)) or calls[-1])
+    assert dumps_indent1({"ops": rows}) == expected
+    assert all(text is not None for text in calls)  # (the C printer printed the table, if built)
+    monkeypatch.setattr(_json_text, "_c_table_text", lambda: None)
+    assert dumps_indent1({"ops": rows}) == expected
+
+
 def test_the_python_path_prints_the_same_tables(monkeypatch):
     """``dumps_indent1`` with the C printer and without it (its twin) on tables of every kind of column."""
     rng = random.Random(3)
