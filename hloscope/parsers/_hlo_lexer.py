@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from hloscope._compiled import PURE_PYTHON, compiled
 from hloscope._regex import LazyPattern
 from hloscope.hlo import HloComputation, HloInstruction, Metadata, Shape
 from hloscope.parsers import _hlo_re as r
@@ -42,6 +43,17 @@ _PLAIN_NAMES = LazyPattern(r"[^\s,%(){}\[\]/]+(?:, [^\s,%(){}\[\]/]+)*")
 _BRACKET_QUOTE_COMMA = LazyPattern(r'[{}\[\]()",]')
 #: What XLA's lexer skips between tokens: white space (line breaks included) and ``/* */`` and ``//`` comments.
 SKIP = LazyPattern(r"(?:\s+|/\*.*?\*/|//[^\n]*)*", re.DOTALL)
+
+
+def py_group_end(src: str, at: int) -> int:
+    """The index just after the bracketed group opening at ``src[at]``, holding no string and nesting at most 8
+    deep, read in one step (``_hlo_re.NESTED_BRACKETS``); -1 where ``_value_end`` must go bracket by bracket.
+    The specification of ``_attribute_scan.group_end``, which reads any depth (the loop reaches the same end)."""
+    m = r.NESTED_BRACKETS.match(src, at)
+    return -1 if m is None else m.end()
+
+
+_group_end = (None if PURE_PYTHON else compiled("hloscope.parsers._attribute_scan", "group_end")) or py_group_end
 
 
 class ParserBase:
@@ -192,7 +204,7 @@ class ParserBase:
         opened: list[int] = []
         search = r.VALUE_STOP.search
         search0 = r.VALUE_STOP_TOP.search
-        nested = r.NESTED_BRACKETS.match
+        nested = _group_end
         while True:
             m = search0(src, pos) if depth == 0 else search(src, pos)
             if m is None:
@@ -227,9 +239,9 @@ class ParserBase:
                     pos = len(src) if eol < 0 else eol
                     continue
             elif ch in r.OPENERS:
-                whole = nested(src, at) if depth == 0 else None
-                if whole is not None:  # (the end bracket by bracket would reach: the regex reads as this loop)
-                    pos = whole.end()
+                whole = nested(src, at) if depth == 0 else -1
+                if whole >= 0:  # (the end bracket by bracket would reach: the group read in one step)
+                    pos = whole
                     continue
                 depth += 1
                 opened.append(at)
