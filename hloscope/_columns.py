@@ -17,10 +17,10 @@ them to ``DataFrame._from_arrays`` (pandas' own constructor from finished arrays
 column, or a pandas without it, is made by ``pd.DataFrame``). tests/test_columns.py holds the two equal, dtypes
 and column index included.
 
-``ColumnTable`` is such a table before it is a DataFrame: its columns as those arrays, in row order, made into
-the DataFrame ``frame_from_columns`` would make on first use (``Report.ops``); a column made from a
-``CodedStrings`` is kept as its codes until its object array is read (the report's JSON prints it from the codes). The static analysis, its JSON, the
-pytest plugin's baseline and comparison read the columns alone: no DataFrame is made for them, and the
+``ColumnTable`` is such a table before it is a DataFrame: its columns as those arrays, in row order, made into the
+DataFrame ``frame_from_columns`` would make on first use (``Report.ops``); a column made from a ``CodedStrings`` is
+kept as its codes until its object array is read (the report's JSON prints it from the codes). The static analysis,
+its JSON, the pytest plugin's baseline and comparison read the columns alone: no DataFrame is made for them, and the
 ``hloscope report --format json`` process of an HLO file never imports pandas (~0.2 s of its time). Every reader
 here (``column_list``, ``column_array``, ``dtype_kinds``, ``head_records``) takes either.
 """

@@ -1,11 +1,11 @@
 """The in-memory model of an XLA HLO module: plain data, no I/O, no cost logic.
 
 The names follow XLA's own (``xla/hlo/ir/hlo_module.h``, ``hlo_computation.h``, ``hlo_instruction.h``,
-``xla/shape.h``). Every record is read-only after parsing. Typed attribute values are small records: replica
-groups here, windows, convolution dimension numbers, slices, padding and stack frames in ``hloscope.hlo_values``
-(read from here too); attributes hloscope does not know are kept as their raw text. Two things are made on first use rather than by the parser, invisibly to a reader: an
-instruction's decoded attributes, and the instructions of a computation the parser handed over as columns
-(``HloComputation``, ``InstructionSource``).
+``xla/shape.h``). Every record is read-only after parsing. Typed attribute values are small records: replica groups
+here, windows, convolution dimension numbers, slices, padding and stack frames in ``hloscope.hlo_values`` (read from
+here too); attributes hloscope does not know are kept as their raw text. Two things are made on first use rather
+than by the parser, invisibly to a reader: an instruction's decoded attributes, and the instructions of a
+computation the parser handed over as columns (``HloComputation``, ``InstructionSource``).
 
 Units: sizes are bytes (``*_bytes``); nothing here has a time.
 """

@@ -1,7 +1,8 @@
 /* The compiled form of hloscope.parsers._attribute_value.py_attribute_value: one ``key=value`` of an
  * instruction's attribute text, read without decoding the rest; of py_metadata_fields: the fields of a
  * ``metadata={...}`` value; and of hloscope.parsers._hlo_decode.Decoder.py_metadata_column: the metadata of
- * every row of the ops table, read with the two in one pass (metadata_column, at the end of this file).
+ * every row of the ops table, read with the two in one pass (metadata_column); and the end of a bracketed group
+ * in an attribute value (group_end, at the end of this file).
  *
  * ``attribute_value(text, key)`` returns exactly what the pure-Python ``py_attribute_value`` returns (that
  * function's docstring is the specification; tests/parsers/test_attribute_value.py holds the two equal on every
@@ -747,12 +748,13 @@ fail:
 }
 
 /* group_end(text, at) -> int: the index just after the bracketed group opening at ``text[at]`` (one of ``{[(``),
- * read as ``_hlo_lexer.ParserBase._value_end`` reads a value bracket by bracket -- any of ``{[(`` opens and any
- * of ``}])`` closes (kinds are not paired), block comments and ``//`` comments to the line's end are skipped,
- * a lone ``/`` is text --, or -1 where that loop must read it itself: a string (``"``), a comment left open, a
- * group never closed, an ``at`` that opens none. What ``_hlo_re.NESTED_BRACKETS`` (the specification) matches, in one pass of a few instructions a
- * character instead of the regex's backtracking-free but costly alternation (the module header of the corpus's
- * gemma4 holds a 40 kB layout: ~7 M instructions by the regex), and at any depth (the regex stops at 8). */
+ * read as ``_hlo_lexer.ParserBase._value_end`` reads a value bracket by bracket -- any of ``{[(`` opens and any of
+ * ``}])`` closes (kinds are not paired), block comments and ``//`` comments to the line's end are skipped, a lone
+ * ``/`` is text --, or -1 where that loop must read it itself: a string (``"``), a comment left open, a group never
+ * closed, an ``at`` that opens none. What ``_hlo_re.NESTED_BRACKETS`` (the specification) matches, in one pass of a
+ * few instructions a character instead of the regex's backtracking-free but costly alternation (the module header
+ * of the corpus's gemma4 holds a 40 kB layout: ~7 M instructions by the regex), and at any depth (the regex stops
+ * at 8). */
 static PyObject *group_end(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     PyObject *text;
     Py_ssize_t at, n, i, depth = 0;
