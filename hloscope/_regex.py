@@ -19,7 +19,7 @@ __all__ = ["LazyPattern"]
 class LazyPattern:
     """``re.compile(pattern, flags)`` on first use; reads as the compiled ``re.Pattern`` (``match``, ``search``,
     ``fullmatch``, ``findall``, ``finditer``, ``sub``, ``split``, ``groups``, ...). ``pattern`` is the source
-    string without compiling. Raises ``re.error`` at the first use of a bad pattern (tests/test_regex.py compiles
+    string without compiling. Raises ``re.error`` at the first use of a bad pattern (tests/test_first_use.py compiles
     every one of hloscope's)."""
 
     def __init__(self, pattern: str, flags: int = 0) -> None:

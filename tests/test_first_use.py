@@ -1,4 +1,5 @@
-"""``hloscope._regex.LazyPattern``: a regular expression compiled on first use reads as ``re.compile``'s."""
+"""What hloscope makes on first use rather than at import: regular expressions (``hloscope._regex.LazyPattern``,
+which reads as ``re.compile``'s pattern) and the model's rarely used attribute values (``hloscope.hlo_values``)."""
 
 from __future__ import annotations
 
@@ -56,3 +57,20 @@ def test_compiled_at_first_use_and_kept() -> None:
     assert vars(lazy)["match"] is first and lazy.match is first
     with pytest.raises(AttributeError):
         lazy.__no_such_dunder__
+
+
+def test_the_models_rare_values_load_on_first_use() -> None:
+    """``hloscope.hlo`` does not make the attribute-value dataclasses at import (``hloscope.hlo_values``: ~1 ms
+    each); it still gives them by name, the same classes."""
+    import subprocess
+    import sys
+
+    probe = ("import sys, hloscope.hlo as h; before = 'hloscope.hlo_values' in sys.modules; "
+             "from hloscope.hlo import WindowDimension, StackFrame; import hloscope.hlo_values as v; "
+             "print(before, WindowDimension is v.WindowDimension and StackFrame is v.StackFrame)")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["False", "True"]
+    with pytest.raises(AttributeError):
+        import hloscope.hlo
+
+        hloscope.hlo.NoSuchValue  # noqa: B018
