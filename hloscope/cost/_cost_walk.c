@@ -87,6 +87,16 @@ static void learn_slots(PyTypeObject *type) {
     Py_XSETREF(SLOT_TYPE, type);
 }
 
+/* float(v) as a double: what PyFloat_AsDouble gives (-1.0 with the error set when it fails), an exact int read by
+ * PyLong_AsDouble -- the function float() of an int calls -- without the float object PyFloat_AsDouble would make
+ * and free for it (a cost's FLOPs and bytes are ints: ~80,000 a corpus module's totals). */
+static inline double as_double(PyObject *v) {
+    if (PyFloat_CheckExact(v)) {
+        return PyFloat_AS_DOUBLE(v);
+    }
+    return PyLong_CheckExact(v) ? PyLong_AsDouble(v) : PyFloat_AsDouble(v);
+}
+
 /* inst.<SLOT_NAMES[which]> as a new reference (NULL with the attribute error). */
 static inline PyObject *get_slot(PyObject *inst, int which) {
     if (SLOT_TYPE == NULL) {
@@ -677,7 +687,7 @@ static PyObject *cost_totals(PyObject *self, PyObject *rows) {
         }
         w = PyFloat_AS_DOUBLE(count);
         for (f = 0; f < COST_FIELDS; f++) {
-            double v = PyFloat_AsDouble(PyTuple_GET_ITEM(cost, f));
+            double v = as_double(PyTuple_GET_ITEM(cost, f));
             if (v == -1.0 && PyErr_Occurred()) {
                 goto done;
             }
@@ -822,7 +832,7 @@ static int fill_entry(CostEntry *e, PyObject *cost, PyObject *zero) {
     } else {
         for (k = 0; k < 7; k++) {
             PyObject *v = k < COST_FIELDS ? PyTuple_GET_ITEM(cost, k) : k == 5 ? work : hbm;
-            e->values[k] = PyFloat_AsDouble(v);
+            e->values[k] = as_double(v);
             if (e->values[k] == -1.0 && PyErr_Occurred()) {
                 e->state = 2;
                 break;
@@ -982,7 +992,7 @@ static PyObject *table_columns(PyObject *self, PyObject *const *args, Py_ssize_t
             values[6] = work;
             values[7] = hbm;
             for (k = 0; k < 8; k++) {
-                double v = PyFloat_AsDouble(values[k]);
+                double v = as_double(values[k]);
                 if (v == -1.0 && PyErr_Occurred()) {
                     Py_DECREF(work);
                     Py_DECREF(hbm);
