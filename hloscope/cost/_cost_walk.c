@@ -112,6 +112,31 @@ static inline PyObject *get_slot(PyObject *inst, int which) {
     return PyObject_GetAttr(inst, *SLOT_NAMES[which]);
 }
 
+/* id(p) as an int object (new reference, NULL on error), from a small table of the ints it made: a memo key's ids
+ * are those of a module's few distinct shapes, met again and again, so the key's items are then the very int
+ * objects of the key the memo keeps, which the dict's comparison of the two tuples finds equal by identity, and
+ * no int is made and freed for them. An entry stays right whatever object later lives at p: it is the number. */
+#define ID_TABLE_SIZE 1024
+static void *ID_ADDRESSES[ID_TABLE_SIZE];
+static PyObject *ID_INTS[ID_TABLE_SIZE];
+
+static inline PyObject *id_of(void *p) {
+    size_t h = ((uintptr_t)p >> 4) & (ID_TABLE_SIZE - 1);
+    PyObject *made;
+    if (ID_INTS[h] != NULL && ID_ADDRESSES[h] == p) {
+        Py_INCREF(ID_INTS[h]);
+        return ID_INTS[h];
+    }
+    made = PyLong_FromVoidPtr(p);
+    if (made == NULL) {
+        return NULL;
+    }
+    Py_INCREF(made);
+    Py_XSETREF(ID_INTS[h], made);
+    ID_ADDRESSES[h] = p;
+    return made;
+}
+
 /* id(shape) of each of inst's operands (``HloComputation.shape_of``: shapes[index[name]]) into the items of out
  * from ``at`` on (out: a new tuple with room for them): 1, 0 when an operand is not in index (or the operands
  * are not a tuple), -1 on error. */
@@ -130,7 +155,7 @@ static int operand_shape_ids(PyObject *operands, PyObject *index, PyObject *shap
         if (j < 0 || j >= PyTuple_GET_SIZE(shapes)) {
             return 0;
         }
-        item = PyLong_FromVoidPtr(PyTuple_GET_ITEM(shapes, j));
+        item = id_of(PyTuple_GET_ITEM(shapes, j));
         if (item == NULL) {
             return -1;
         }
@@ -153,7 +178,7 @@ static PyObject *shape_key(PyObject *opcode, PyObject *inst, PyObject *index, Py
     }
     shape = get_slot(inst, SLOT_SHAPE);
     key = shape == NULL ? NULL : PyTuple_New(2 + PyTuple_GET_SIZE(operands));
-    item = key == NULL ? NULL : PyLong_FromVoidPtr(shape); /* id(shape) (the instruction keeps it alive) */
+    item = key == NULL ? NULL : id_of(shape); /* id(shape) (the instruction keeps it alive) */
     Py_XDECREF(shape);
     if (item == NULL) {
         Py_XDECREF(key);
@@ -259,7 +284,7 @@ static PyObject *work_by_columns(PyObject *callee, PyObject *keyed) {
     Py_INCREF(opcodes);
     PyTuple_SET_ITEM(key, 0, opcodes);
     for (k = 0; k < PyTuple_GET_SIZE(shapes); k++) {
-        item = PyLong_FromVoidPtr(PyTuple_GET_ITEM(shapes, k)); /* id(shape) */
+        item = id_of(PyTuple_GET_ITEM(shapes, k)); /* id(shape) */
         if (item == NULL) {
             goto done;
         }
@@ -440,7 +465,7 @@ static PyObject *attribute_key_of(PyObject *opcode, PyObject *inst, PyObject *in
     if (shape == NULL) {
         goto done;
     }
-    item = PyLong_FromVoidPtr(shape);
+    item = id_of(shape);
     Py_DECREF(shape);
     if (item == NULL) {
         goto done;
@@ -1094,7 +1119,7 @@ static PyObject *structure_fields(PyObject *self, PyObject *const *args, Py_ssiz
         if (shape == NULL) {
             goto done;
         }
-        item = PyLong_FromVoidPtr(shape); /* id(shape) (the instruction keeps it alive) */
+        item = id_of(shape); /* id(shape) (the instruction keeps it alive) */
         Py_DECREF(shape);
         if (item == NULL || PyList_Append(fields, item) < 0) {
             Py_XDECREF(item);
