@@ -350,11 +350,6 @@ static PyObject *new_buffer(PyObject *cls, const Py_ssize_t *offsets, PyObject *
     return obj;
 }
 
-/* The int of a list of ints at i as a C long (-1 with an error set when it is not one). */
-static long item_long(PyObject *list, Py_ssize_t i) {
-    return PyLong_AsLong(PyList_GET_ITEM(list, i));
-}
-
 static PyObject *make_buffers(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     PyObject *walk, *end, *tiled_obj, *merged, *cls;
     PyObject *parent_list = NULL, *define_time = NULL, *last_use = NULL, *shapes = NULL, *table_len = NULL,
@@ -506,7 +501,8 @@ static PyObject *make_buffers(PyObject *self, PyObject *const *args, Py_ssize_t 
                 goto done;
             }
             if (!PyTuple_CheckExact(t) || PyTuple_GET_SIZE(t) != 3 || !PyUnicode_Check(PyTuple_GET_ITEM(t, 2))) {
-                PyErr_SetString(PyExc_TypeError, "make_buffers: walk.origin must hold (computation, instruction, kind)");
+                PyErr_SetString(PyExc_TypeError,
+                                "make_buffers: walk.origin must hold (computation, instruction, kind)");
                 goto done;
             }
             if (b < a) {
@@ -527,7 +523,7 @@ static PyObject *make_buffers(PyObject *self, PyObject *const *args, Py_ssize_t 
                 kind = s_temp;
             }
             if (shape == Py_None) {
-                long entries = item_long(table_len, v), bytes;
+                long entries = PyLong_AsLong(PyList_GET_ITEM(table_len, v)), bytes;
                 if (entries == -1 && PyErr_Occurred()) {
                     goto done;
                 }
@@ -622,16 +618,22 @@ done:
     return result;
 }
 
-/* The buffer id of value ``v`` (borrowed from buffer_of), or NULL with an error when v is out of range. */
-static PyObject *buffer_id(PyObject *buffer_of, PyObject *v) {
-    Py_ssize_t i = PyLong_AsSsize_t(v);
-    if (i < 0 || i >= PyList_GET_SIZE(buffer_of)) {
+/* list[index] (borrowed), or NULL with an error when the int ``index`` is out of range (``what``: "a value id",
+ * "a buffer id"). */
+static PyObject *item_at(PyObject *list, PyObject *index, const char *what) {
+    Py_ssize_t i = PyLong_AsSsize_t(index);
+    if (i < 0 || i >= PyList_GET_SIZE(list)) {
         if (!PyErr_Occurred()) {
-            PyErr_SetString(PyExc_IndexError, "link_buffers: a value id out of range");
+            PyErr_Format(PyExc_IndexError, "link_buffers: %s out of range", what);
         }
         return NULL;
     }
-    return PyList_GET_ITEM(buffer_of, i);
+    return PyList_GET_ITEM(list, i);
+}
+
+/* The buffer id of value ``v`` (borrowed from buffer_of), or NULL with an error when v is out of range. */
+static PyObject *buffer_id(PyObject *buffer_of, PyObject *v) {
+    return item_at(buffer_of, v, "a value id");
 }
 
 /* The buffer ids of the value ids of a tuple ``values``, as a new tuple (a list for copy reads: ``as_list``). */
@@ -665,16 +667,12 @@ static PyObject *buffer_ids(PyObject *buffer_of, PyObject *values, int as_list) 
 
 /* Whether attribute ``name`` of buffers[bid] equals ``time``: 1, 0, or -1 with an error. */
 static int buffer_at_time(PyObject *buffers, PyObject *bid, PyObject *name, PyObject *time) {
-    Py_ssize_t i = PyLong_AsSsize_t(bid);
-    PyObject *value;
+    PyObject *buffer = item_at(buffers, bid, "a buffer id"), *value;
     int eq;
-    if (i < 0 || i >= PyList_GET_SIZE(buffers)) {
-        if (!PyErr_Occurred()) {
-            PyErr_SetString(PyExc_IndexError, "link_buffers: a buffer id out of range");
-        }
+    if (buffer == NULL) {
         return -1;
     }
-    value = PyObject_GetAttr(PyList_GET_ITEM(buffers, i), name);
+    value = PyObject_GetAttr(buffer, name);
     if (value == NULL) {
         return -1;
     }
@@ -752,20 +750,12 @@ static PyObject *link_buffers(PyObject *self, PyObject *const *args, Py_ssize_t 
     }
     pos = 0;
     while (PyDict_Next(shares, &pos, &key, &value)) {
-        PyObject *cands = PyList_AsTuple(value);
-        Py_ssize_t b = PyLong_AsSsize_t(key);
+        PyObject *buffer = item_at(buffers, key, "a buffer id"), *cands = buffer ? PyList_AsTuple(value) : NULL;
         int rc;
         if (cands == NULL) {
             goto fail;
         }
-        if (b < 0 || b >= PyList_GET_SIZE(buffers)) {
-            Py_DECREF(cands);
-            if (!PyErr_Occurred()) {
-                PyErr_SetString(PyExc_IndexError, "link_buffers: a buffer id out of range");
-            }
-            goto fail;
-        }
-        rc = PyObject_SetAttr(PyList_GET_ITEM(buffers, b), s_share_candidates, cands);
+        rc = PyObject_SetAttr(buffer, s_share_candidates, cands);
         Py_DECREF(cands);
         if (rc < 0) {
             goto fail;
@@ -836,8 +826,9 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "_liveness_walk",
-    "The memory model's walk over plain instructions, in C (hloscope.memory.liveness._Walk.instruction is the "
-    "specification).", -1, methods, NULL, NULL, NULL, NULL,
+    "The memory model's walk over plain instructions and the making and linking of its buffers, in C "
+    "(hloscope.memory.liveness._Walk.instruction, py_make_buffers and py_link_buffers are the specification).", -1,
+    methods, NULL, NULL, NULL, NULL,
 };
 
 static int intern(PyObject **slot, const char *text) {

@@ -820,7 +820,8 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "_attribute_scan",
-    "The compiled forms of hloscope.parsers._attribute_value.py_attribute_value and py_metadata_fields.", -1, methods,
+    "The compiled forms of hloscope.parsers._attribute_value.py_attribute_value and py_metadata_fields, of "
+    "_hlo_decode's metadata column and of _hlo_lexer.py_group_end.", -1, methods,
     NULL, NULL, NULL, NULL,
 };
 

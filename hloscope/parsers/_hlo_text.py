@@ -38,7 +38,7 @@ from itertools import chain
 from operator import attrgetter, itemgetter, methodcaller
 
 from hloscope._regex import LazyPattern
-from hloscope.hlo import CALLED_COMPUTATION_ROLES, HloComputation, HloInstruction, HloModule
+from hloscope.hlo import CALLED_COMPUTATION_ROLES, ELEMENT_BITS, HloComputation, HloInstruction, HloModule
 from hloscope._compiled import PURE_PYTHON, compiled
 from hloscope._gc import paused_gc
 from hloscope.parsers import _hlo_re as r
@@ -557,6 +557,4 @@ def _parameter_number(inst: HloInstruction) -> int:
 def _unknown_element_types(shapes) -> frozenset[str]:
     """Element types of the arrays of ``shapes`` (the distinct result shapes a parse read) that ``ELEMENT_BITS``
     does not hold."""
-    from hloscope.hlo import ELEMENT_BITS
-
     return frozenset({leaf.element_type for shape in shapes for leaf in shape.leaves()}.difference(ELEMENT_BITS))

@@ -362,8 +362,8 @@ static int coded_view(PyObject *c, Py_ssize_t nrow, Py_buffer *view, PyObject **
  * (``,`` after the first cell, a newline, the cell's indentation, the key text); a row's opening (``,`` before
  * every row but the first, a newline, the indentation, ``{``) and its closing (a newline, the indentation, ``}``).
  * ``texts`` holds them one after another: ``at[col]`` and ``len[col]`` for the columns, then the opening and the
- * closing at ``at[ncol]``, ``at[ncol + 1]``. NULL (an error set) when memory runs out; None ((char *)-1, no
- * error) when a key text is not an ASCII str. */
+ * closing at ``at[ncol]``, ``at[ncol + 1]``. make_joints returns 0, -1 (an error set) when memory runs out, 1 (no
+ * error) when a key text is not an ASCII str; the caller frees the three arrays either way. */
 typedef struct {
     char *texts;
     Py_ssize_t *at, *len;

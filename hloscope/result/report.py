@@ -415,7 +415,8 @@ def _records(df: ColumnTable | pd.DataFrame, convert: dict[str, Any] | None = No
             values = column_list(df, name)
         else:
             coded = column_codes(df, name)  # (a coded column's values are among its few categories: their types)
-            if rows and coded is not None and set(map(type, coded[1].tolist())) <= as_they_are:
+            plain = coded is not None and set(map(type, coded[1].tolist())) <= as_they_are
+            if rows and plain:
                 # (Rows: the codes and the categories, converted one category each; printed without the
                 # column's list of strings, or its object array, being made)
                 categories = coded[1]
@@ -424,7 +425,7 @@ def _records(df: ColumnTable | pd.DataFrame, convert: dict[str, Any] | None = No
                 columns.append(CodedStrings(coded[0], categories))
                 continue
             values = column_list(df, name)
-            if not set(map(type, values if coded is None else coded[1].tolist())) <= as_they_are:
+            if not (plain if coded is not None else set(map(type, values)) <= as_they_are):
                 values = [_clean_value(v) for v in values]
         if convert is not None and name in convert:
             values = list(map(convert[name], values))
