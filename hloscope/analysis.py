@@ -312,7 +312,6 @@ def _dump_dir_modules(path: Path, module: str | None) -> tuple[list[HloModule], 
     apart by their dump prefix (``module_0002.jit_broadcast_in_dim``), since the tables key ops by module name:
     they are renamed to it.
     """
-    import dataclasses
 
     from hloscope.parsers import parse_hlo
     from hloscope.parsers._load import dump_modules
@@ -329,7 +328,7 @@ def _dump_dir_modules(path: Path, module: str | None) -> tuple[list[HloModule], 
     modules = [parse_hlo(f) for f, _, _ in files]  # (an unreadable file: an UnreadablePathError naming it)
     printed = [m.name for m in modules]
     count = Counter(printed)
-    modules = [dataclasses.replace(m, name=prefix) if count[m.name] > 1 and prefix != m.name else m
+    modules = [m.replace(name=prefix) if count[m.name] > 1 and prefix != m.name else m
                for m, (_, _, prefix) in zip(modules, files)]
     return modules, printed
 

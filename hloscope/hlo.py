@@ -14,11 +14,15 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field
 from itertools import chain
 from operator import attrgetter
 from types import MappingProxyType
 from typing import Any, Iterable, Iterator, Mapping, NamedTuple, Protocol
+
+from hloscope._record import FrozenRecord
+
+#: Sets a field of a ``FrozenRecord`` in its ``__init__`` (its own ``__setattr__`` refuses).
+_set = object.__setattr__
 
 # --------------------------------------------------------------------------------------------------
 # Element types
@@ -49,8 +53,7 @@ INTEGER_TYPES = frozenset(t for t in ELEMENT_BITS if t[0] in "su")
 HOST_MEMORY_SPACE = 5
 
 
-@dataclass(frozen=True, slots=True)
-class Layout:
+class Layout(FrozenRecord):
     """An array layout as printed between braces after the dims: ``{1,0:T(8,128)(2,1)S(1)}``.
 
     Attributes:
@@ -60,16 +63,25 @@ class Layout:
         memory_space: the ``S(n)`` memory space; 0 is device HBM, other values are backend-defined
             (on TPU 1 is VMEM, 5 is host memory).
         raw: the full text between the braces, including parts hloscope does not interpret.
+
+    Immutable (``hloscope._record.FrozenRecord``: compared, hashed and printed by its fields).
     """
 
+    __slots__ = ("minor_to_major", "tiles", "memory_space", "raw")
     minor_to_major: tuple[int, ...]
-    tiles: tuple[tuple[int, ...], ...] = ()
-    memory_space: int = 0
-    raw: str = ""
+    tiles: tuple[tuple[int, ...], ...]
+    memory_space: int
+    raw: str
+
+    def __init__(self, minor_to_major: tuple[int, ...], tiles: tuple[tuple[int, ...], ...] = (),
+                 memory_space: int = 0, raw: str = "") -> None:
+        _set(self, "minor_to_major", minor_to_major)
+        _set(self, "tiles", tiles)
+        _set(self, "memory_space", memory_space)
+        _set(self, "raw", raw)
 
 
-@dataclass(frozen=True, slots=True)
-class Shape:
+class Shape(FrozenRecord):
     """An XLA shape: an array, a tuple of shapes (of any depth), a token or an opaque value.
 
     Attributes:
@@ -96,28 +108,40 @@ class Shape:
         host_size_bytes: ``padded_size_bytes`` of the leaves in host memory (``S(5)``, XLA's host-offload
             memory space; ``xla/layout.h`` ``kHostMemorySpace``).
 
-    The four sizes are computed at construction (not passed in), and are plain attributes: the cost model reads
+    The sizes are computed at construction (not passed in), and are plain attributes: the cost model reads
     them per instruction, often through ``operator.attrgetter`` over a column of shapes, and the parser shares
-    one ``Shape`` per distinct shape text.
+    one ``Shape`` per distinct shape text. Immutable (``hloscope._record.FrozenRecord``): compared, hashed and
+    printed by the five fields passed in.
 
     >>> Shape("bf16", (2, 3)).size_bytes
     12
     """
 
+    __slots__ = ("element_type", "dims", "dynamic_dims", "layout", "tuple_shapes", "element_count", "size_bytes",
+                 "padded_size_bytes", "is_dynamic", "hbm_size_bytes", "host_size_bytes", "_text")
+    _compared = ("element_type", "dims", "dynamic_dims", "layout", "tuple_shapes")
     element_type: str
-    dims: tuple[int, ...] = ()
-    dynamic_dims: tuple[bool, ...] = ()
-    layout: Layout | None = None
-    tuple_shapes: tuple[Shape, ...] = ()
-    element_count: int = field(init=False, repr=False, compare=False, hash=False)
-    size_bytes: int = field(init=False, repr=False, compare=False, hash=False)
-    padded_size_bytes: int = field(init=False, repr=False, compare=False, hash=False)
-    is_dynamic: bool = field(init=False, repr=False, compare=False, hash=False)
-    hbm_size_bytes: int = field(init=False, repr=False, compare=False, hash=False)
-    host_size_bytes: int = field(init=False, repr=False, compare=False, hash=False)
-    _text: str | None = field(init=False, default=None, repr=False, compare=False, hash=False)
+    dims: tuple[int, ...]
+    dynamic_dims: tuple[bool, ...]
+    layout: Layout | None
+    tuple_shapes: tuple[Shape, ...]
+    element_count: int
+    size_bytes: int
+    padded_size_bytes: int
+    is_dynamic: bool
+    hbm_size_bytes: int
+    host_size_bytes: int
+    _text: str | None
 
-    def __post_init__(self) -> None:
+    def __init__(self, element_type: str, dims: tuple[int, ...] = (), dynamic_dims: tuple[bool, ...] = (),
+                 layout: Layout | None = None, tuple_shapes: tuple[Shape, ...] = ()) -> None:
+        setter = _set
+        setter(self, "element_type", element_type)
+        setter(self, "dims", dims)
+        setter(self, "dynamic_dims", dynamic_dims)
+        setter(self, "layout", layout)
+        setter(self, "tuple_shapes", tuple_shapes)
+        setter(self, "_text", None)
         if self.element_type == "tuple":
             leaves = self.tuple_shapes
             sizes = (sum(x.element_count for x in leaves), sum(x.size_bytes for x in leaves),
@@ -129,7 +153,6 @@ class Shape:
             size = (n * ELEMENT_BITS.get(self.element_type, 0) + 7) // 8
             sizes = (n, size, self._padded_leaf_bytes() if self.layout is not None and self.layout.tiles
                      else size, any(self.dynamic_dims))
-        setter = object.__setattr__
         setter(self, "element_count", sizes[0])
         setter(self, "size_bytes", sizes[1])
         setter(self, "padded_size_bytes", sizes[2])
@@ -193,7 +216,7 @@ class Shape:
             else:
                 dynamic = self.dynamic_dims or (False,) * len(self.dims)
                 text = f"{self.element_type}[{','.join(('<=' if d else '') + str(n) for n, d in zip(self.dims, dynamic))}]"
-            object.__setattr__(self, "_text", text)
+            _set(self, "_text", text)
         return text
 
 
@@ -734,8 +757,7 @@ class _InstructionView(Mapping[str, "HloInstruction"]):
         return len(self._comp)
 
 
-@dataclass(frozen=True, slots=True)
-class HloModule:
+class HloModule(FrozenRecord):
     """An HLO module: computations in printed order, the entry one last by XLA's convention.
 
     Attributes:
@@ -749,23 +771,46 @@ class HloModule:
         unknown_opcodes: opcodes hloscope parsed as opaque instructions.
         unknown_element_types: element types of its shapes without ``ELEMENT_BITS`` (their arrays count 0 bytes;
             its cost is flagged ``unknown-element-type``).
+
+    Immutable (``hloscope._record.FrozenRecord``): compared and printed by these fields; ``replace`` makes a copy
+    with some changed.
     """
 
+    __slots__ = ("name", "computations", "entry_name", "header_attributes", "num_partitions", "replica_count",
+                 "stack_frames", "source", "unknown_opcodes", "unknown_element_types", "_by_name")
+    _compared = __slots__[:-1]
     name: str
     computations: tuple[HloComputation, ...]
     entry_name: str
-    header_attributes: Mapping[str, str] = field(default_factory=dict)
-    num_partitions: int = 1
-    replica_count: int = 1
-    stack_frames: Mapping[int, StackFrame] = field(default_factory=dict)
-    source: str = "<string>"
-    unknown_opcodes: frozenset[str] = frozenset()
-    unknown_element_types: frozenset[str] = frozenset()
-    _by_name: dict[str, HloComputation] = field(default_factory=dict, repr=False, compare=False)
+    header_attributes: Mapping[str, str]
+    num_partitions: int
+    replica_count: int
+    stack_frames: Mapping[int, StackFrame]
+    source: str
+    unknown_opcodes: frozenset[str]
+    unknown_element_types: frozenset[str]
+    _by_name: dict[str, HloComputation]
 
-    def __post_init__(self) -> None:
-        if not self._by_name:
-            self._by_name.update((c.name, c) for c in self.computations)
+    def __init__(self, name: str, computations: tuple[HloComputation, ...], entry_name: str,
+                 header_attributes: Mapping[str, str] | None = None, num_partitions: int = 1, replica_count: int = 1,
+                 stack_frames: Mapping[int, StackFrame] | None = None, source: str = "<string>",
+                 unknown_opcodes: frozenset[str] = frozenset(), unknown_element_types: frozenset[str] = frozenset(),
+                 _by_name: dict[str, HloComputation] | None = None) -> None:
+        _set(self, "name", name)
+        _set(self, "computations", computations)
+        _set(self, "entry_name", entry_name)
+        _set(self, "header_attributes", {} if header_attributes is None else header_attributes)
+        _set(self, "num_partitions", num_partitions)
+        _set(self, "replica_count", replica_count)
+        _set(self, "stack_frames", {} if stack_frames is None else stack_frames)
+        _set(self, "source", source)
+        _set(self, "unknown_opcodes", unknown_opcodes)
+        _set(self, "unknown_element_types", unknown_element_types)
+        _set(self, "_by_name", _by_name or {c.name: c for c in computations})
+
+    def replace(self, **changes: Any) -> HloModule:
+        """A copy with the fields ``changes`` names changed (as ``dataclasses.replace`` of a dataclass)."""
+        return HloModule(**{**{name: getattr(self, name) for name in self._compared}, **changes})
 
     @property
     def entry(self) -> HloComputation:
@@ -796,7 +841,7 @@ _VALUE_CLASSES = frozenset({"WindowDimension", "ConvolutionDimensionNumbers", "S
 
 def __getattr__(name: str) -> Any:
     """``hloscope.hlo.WindowDimension`` and the other classes of ``hloscope.hlo_values``, imported on first use
-    (PEP 562): their dataclasses cost ~1 ms each to make, at every import of this module."""
+    (PEP 562): few modules hold them, so the parser imports them when it first decodes one."""
     if name in _VALUE_CLASSES:
         from hloscope import hlo_values
 

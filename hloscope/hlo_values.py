@@ -2,38 +2,55 @@
 attributes of convolutions, reduce-windows, slices and pads, XLA ``xla_data.proto``), and the resolved frames of a
 module's ``StackFrames`` table.
 
-Apart from ``hloscope.hlo`` (which still gives them by name) because few modules hold them and a dataclass costs ~1
-ms to make at import: the parser imports this module when it first decodes one.
+Apart from ``hloscope.hlo`` (which still gives them by name) because few modules hold them: the parser imports this
+module when it first decodes one. Immutable records (``hloscope._record.FrozenRecord``: compared, hashed and printed
+by their fields as frozen dataclasses are, without the cost of making a dataclass at import).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from hloscope._record import FrozenRecord
 
 __all__ = ["ConvolutionDimensionNumbers", "PaddingDimension", "SliceRange", "StackFrame", "WindowDimension"]
 
-
-@dataclass(frozen=True, slots=True)
-class WindowDimension:
-    """One dimension of a ``window={...}`` attribute (XLA ``WindowDimension`` in ``xla_data.proto``)."""
-
-    size: int = 1
-    stride: int = 1
-    padding_low: int = 0
-    padding_high: int = 0
-    window_dilation: int = 1  # printed rhs_dilate
-    base_dilation: int = 1  # printed lhs_dilate
-    window_reversal: bool = False
+_set = object.__setattr__
 
 
-@dataclass(frozen=True, slots=True)
-class ConvolutionDimensionNumbers:
+class WindowDimension(FrozenRecord):
+    """One dimension of a ``window={...}`` attribute (XLA ``WindowDimension`` in ``xla_data.proto``):
+    ``window_dilation`` is printed ``rhs_dilate``, ``base_dilation`` ``lhs_dilate``."""
+
+    __slots__ = ("size", "stride", "padding_low", "padding_high", "window_dilation", "base_dilation",
+                 "window_reversal")
+    size: int
+    stride: int
+    padding_low: int
+    padding_high: int
+    window_dilation: int
+    base_dilation: int
+    window_reversal: bool
+
+    def __init__(self, size: int = 1, stride: int = 1, padding_low: int = 0, padding_high: int = 0,
+                 window_dilation: int = 1, base_dilation: int = 1, window_reversal: bool = False) -> None:
+        _set(self, "size", size)
+        _set(self, "stride", stride)
+        _set(self, "padding_low", padding_low)
+        _set(self, "padding_high", padding_high)
+        _set(self, "window_dilation", window_dilation)
+        _set(self, "base_dilation", base_dilation)
+        _set(self, "window_reversal", window_reversal)
+
+
+class ConvolutionDimensionNumbers(FrozenRecord):
     """``dim_labels=b01f_01io->b01f`` decoded (XLA ``ConvolutionDimensionNumbers``).
 
     Each field names dimension indices of the input (lhs), kernel (rhs) or output; spatial lists are in
     the order of the window's dimensions.
     """
 
+    __slots__ = ("input_batch_dimension", "input_feature_dimension", "input_spatial_dimensions",
+                 "kernel_input_feature_dimension", "kernel_output_feature_dimension", "kernel_spatial_dimensions",
+                 "output_batch_dimension", "output_feature_dimension", "output_spatial_dimensions", "raw")
     input_batch_dimension: int
     input_feature_dimension: int
     input_spatial_dimensions: tuple[int, ...]
@@ -43,32 +60,64 @@ class ConvolutionDimensionNumbers:
     output_batch_dimension: int
     output_feature_dimension: int
     output_spatial_dimensions: tuple[int, ...]
-    raw: str = ""
+    raw: str
+
+    def __init__(self, input_batch_dimension: int, input_feature_dimension: int,
+                 input_spatial_dimensions: tuple[int, ...], kernel_input_feature_dimension: int,
+                 kernel_output_feature_dimension: int, kernel_spatial_dimensions: tuple[int, ...],
+                 output_batch_dimension: int, output_feature_dimension: int,
+                 output_spatial_dimensions: tuple[int, ...], raw: str = "") -> None:
+        _set(self, "input_batch_dimension", input_batch_dimension)
+        _set(self, "input_feature_dimension", input_feature_dimension)
+        _set(self, "input_spatial_dimensions", input_spatial_dimensions)
+        _set(self, "kernel_input_feature_dimension", kernel_input_feature_dimension)
+        _set(self, "kernel_output_feature_dimension", kernel_output_feature_dimension)
+        _set(self, "kernel_spatial_dimensions", kernel_spatial_dimensions)
+        _set(self, "output_batch_dimension", output_batch_dimension)
+        _set(self, "output_feature_dimension", output_feature_dimension)
+        _set(self, "output_spatial_dimensions", output_spatial_dimensions)
+        _set(self, "raw", raw)
 
 
-@dataclass(frozen=True, slots=True)
-class SliceRange:
+class SliceRange(FrozenRecord):
     """One ``[start:limit:stride]`` entry of a ``slice={...}`` attribute."""
 
+    __slots__ = ("start", "limit", "stride")
     start: int
     limit: int
-    stride: int = 1
+    stride: int
+
+    def __init__(self, start: int, limit: int, stride: int = 1) -> None:
+        _set(self, "start", start)
+        _set(self, "limit", limit)
+        _set(self, "stride", stride)
 
 
-@dataclass(frozen=True, slots=True)
-class PaddingDimension:
+class PaddingDimension(FrozenRecord):
     """One ``lo_hi[_interior]`` entry of a pad instruction's ``padding=`` attribute."""
 
+    __slots__ = ("low", "high", "interior")
     low: int
     high: int
-    interior: int = 0
+    interior: int
+
+    def __init__(self, low: int, high: int, interior: int = 0) -> None:
+        _set(self, "low", low)
+        _set(self, "high", high)
+        _set(self, "interior", interior)
 
 
-@dataclass(frozen=True, slots=True)
-class StackFrame:
+class StackFrame(FrozenRecord):
     """One resolved entry of the module's ``StackFrames`` table: innermost location and parent id."""
 
+    __slots__ = ("file_name", "function_name", "line", "parent_frame_id")
     file_name: str
     function_name: str
     line: int
     parent_frame_id: int
+
+    def __init__(self, file_name: str, function_name: str, line: int, parent_frame_id: int) -> None:
+        _set(self, "file_name", file_name)
+        _set(self, "function_name", function_name)
+        _set(self, "line", line)
+        _set(self, "parent_frame_id", parent_frame_id)

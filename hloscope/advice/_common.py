@@ -10,8 +10,9 @@ its JSON -- needs no DataFrame and no pandas (``hloscope report --format json``)
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterator
+
+from hloscope._record import FrozenRecord
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -22,8 +23,7 @@ if TYPE_CHECKING:
 SIGNIFICANT_SHARE = 0.05
 
 
-@dataclass(frozen=True)
-class Advice:
+class Advice(FrozenRecord):
     """One piece of advice.
 
     Attributes:
@@ -35,8 +35,11 @@ class Advice:
         gain_s: roofline (or measured) seconds per module run the change could save at most: an upper bound.
         gain_basis: how ``gain_s`` was computed, in words.
         source: where the rule comes from (book part and section, XLA/JAX docs).
+
+    Immutable (``hloscope._record.FrozenRecord``: compared, hashed and printed by these fields).
     """
 
+    __slots__ = ("rule", "module", "ops", "evidence", "action", "gain_s", "gain_basis", "source")
     rule: str
     module: str
     ops: str
@@ -45,6 +48,18 @@ class Advice:
     gain_s: float
     gain_basis: str
     source: str
+
+    def __init__(self, rule: str, module: str, ops: str, evidence: str, action: str, gain_s: float,
+                 gain_basis: str, source: str) -> None:
+        setter = object.__setattr__
+        setter(self, "rule", rule)
+        setter(self, "module", module)
+        setter(self, "ops", ops)
+        setter(self, "evidence", evidence)
+        setter(self, "action", action)
+        setter(self, "gain_s", gain_s)
+        setter(self, "gain_basis", gain_basis)
+        setter(self, "source", source)
 
 
 class OpsColumns:
@@ -192,16 +207,18 @@ def is_scheduled(module: HloModule) -> bool:
     return str(module.header_attributes.get("is_scheduled", "")).lower() == "true"
 
 
-@dataclass(frozen=True)
-class MatmulShape:
+class MatmulShape(FrozenRecord):
     """A dot as the roofline sees it: ``[batch..., m, k] x [batch..., k, n]`` folded to sizes and bytes.
 
     Attributes:
         batch, m, k, n: products of the batch, lhs-free, contracting and rhs-free dimensions.
         lhs_bytes, rhs_bytes, out_bytes: bytes of each operand and of the result.
         flops: ``2 * batch * m * k * n``.
+
+    Immutable (``hloscope._record.FrozenRecord``: compared, hashed and printed by the fields).
     """
 
+    __slots__ = ("batch", "m", "k", "n", "lhs_bytes", "rhs_bytes", "out_bytes")
     batch: int
     m: int
     k: int
@@ -209,6 +226,16 @@ class MatmulShape:
     lhs_bytes: int
     rhs_bytes: int
     out_bytes: int
+
+    def __init__(self, batch: int, m: int, k: int, n: int, lhs_bytes: int, rhs_bytes: int, out_bytes: int) -> None:
+        setter = object.__setattr__
+        setter(self, "batch", batch)
+        setter(self, "m", m)
+        setter(self, "k", k)
+        setter(self, "n", n)
+        setter(self, "lhs_bytes", lhs_bytes)
+        setter(self, "rhs_bytes", rhs_bytes)
+        setter(self, "out_bytes", out_bytes)
 
     @property
     def flops(self) -> int:

@@ -16,7 +16,6 @@ Notes:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from functools import cache
 from itertools import chain, compress
 from operator import attrgetter, mul
@@ -24,6 +23,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from hloscope._compiled import PURE_PYTHON, compiled
 from hloscope._gc import paused_gc
+from hloscope._record import Record
 from hloscope.cost import fusion as fusion_rule
 from hloscope.cost._bytes import boundary
 from hloscope.cost._types import ZERO, CostContext, OpCost
@@ -74,8 +74,7 @@ class CostRow(NamedTuple):
     count: float
 
 
-@dataclass(slots=True)
-class ModuleCost:
+class ModuleCost(Record):
     """Per-instruction rows and their count-weighted totals for one run of the module's entry computation.
 
     Attributes:
@@ -83,16 +82,31 @@ class ModuleCost:
         rows: one per instruction that may do work (fused instructions are inside their fusion's row).
         flops, transcendentals, bytes_read, bytes_written, comm_bytes: totals per module run.
         flags: union of every row's flags.
+
+    Compared and printed by these fields (``hloscope._record.Record``), which may be set.
     """
 
+    __slots__ = ("module", "rows", "flops", "transcendentals", "bytes_read", "bytes_written", "comm_bytes", "flags")
     module: HloModule
     rows: list[CostRow]
-    flops: float = 0.0
-    transcendentals: float = 0.0
-    bytes_read: float = 0.0
-    bytes_written: float = 0.0
-    comm_bytes: float = 0.0
-    flags: frozenset[str] = field(default_factory=frozenset)
+    flops: float
+    transcendentals: float
+    bytes_read: float
+    bytes_written: float
+    comm_bytes: float
+    flags: frozenset[str]
+
+    def __init__(self, module: HloModule, rows: list[CostRow], flops: float = 0.0, transcendentals: float = 0.0,
+                 bytes_read: float = 0.0, bytes_written: float = 0.0, comm_bytes: float = 0.0,
+                 flags: frozenset[str] = frozenset()) -> None:
+        self.module = module
+        self.rows = rows
+        self.flops = flops
+        self.transcendentals = transcendentals
+        self.bytes_read = bytes_read
+        self.bytes_written = bytes_written
+        self.comm_bytes = comm_bytes
+        self.flags = flags
 
     @property
     def bytes_accessed(self) -> float:

@@ -20,10 +20,10 @@ out); bytes in host memory (``S(5)``) are ``host_bytes``, not HBM.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from hloscope._gc import paused_gc
+from hloscope._record import FrozenRecord, Record
 
 if TYPE_CHECKING:
     from hloscope.hlo import HloModule
@@ -36,8 +36,7 @@ GIB = float(1 << 30)
 TOP_BUFFERS = 10
 
 
-@dataclass(frozen=True)
-class LiveBuffer:
+class LiveBuffer(FrozenRecord):
     """One buffer live at the peak.
 
     Attributes:
@@ -46,8 +45,11 @@ class LiveBuffer:
         result_shape: the shape of that value (``"(tuple index table)"`` for a tuple's pointer table).
         size_bytes: its HBM bytes (padded).
         kind: ``parameter``, ``output``, ``constant`` or ``temp``.
+
+    Immutable (``hloscope._record.FrozenRecord``: compared, hashed and printed by these fields).
     """
 
+    __slots__ = ("instruction", "computation", "op_name", "source", "result_shape", "size_bytes", "kind")
     instruction: str
     computation: str
     op_name: str
@@ -56,9 +58,23 @@ class LiveBuffer:
     size_bytes: int
     kind: str
 
+    def __init__(self, instruction: str, computation: str, op_name: str, source: str, result_shape: str,
+                 size_bytes: int, kind: str) -> None:
+        setter = object.__setattr__
+        setter(self, "instruction", instruction)
+        setter(self, "computation", computation)
+        setter(self, "op_name", op_name)
+        setter(self, "source", source)
+        setter(self, "result_shape", result_shape)
+        setter(self, "size_bytes", size_bytes)
+        setter(self, "kind", kind)
 
-@dataclass
-class MemoryFootprint:
+    def to_dict(self) -> dict[str, Any]:
+        """The fields by name (the report document's form)."""
+        return {name: getattr(self, name) for name in self._fields}
+
+
+class MemoryFootprint(Record):
     """The per-device memory of one module (module docstring for each figure's rule).
 
     Attributes:
@@ -74,22 +90,46 @@ class MemoryFootprint:
             schedule and the peak is an estimate; ``notes`` says so).
         hbm_capacity_bytes: the chip's HBM per device, when a chip was given (else None).
         notes: caveats in words.
+
+    Compared and printed by these fields (``hloscope._record.Record``), which may be set.
     """
 
+    _fields = ("module", "argument_bytes", "output_bytes", "alias_bytes", "temp_bytes", "host_bytes",
+               "peak_instruction", "peak_computation", "peak_op_name", "peak_source", "top_buffers", "scheduled",
+               "hbm_capacity_bytes", "notes")
     module: str
     argument_bytes: int
     output_bytes: int
     alias_bytes: int
     temp_bytes: int
-    host_bytes: int = 0
-    peak_instruction: str = ""
-    peak_computation: str = ""
-    peak_op_name: str = ""
-    peak_source: str = ""
-    top_buffers: list[LiveBuffer] = field(default_factory=list)
-    scheduled: bool = True
-    hbm_capacity_bytes: float | None = None
-    notes: list[str] = field(default_factory=list)
+    host_bytes: int
+    peak_instruction: str
+    peak_computation: str
+    peak_op_name: str
+    peak_source: str
+    top_buffers: list[LiveBuffer]
+    scheduled: bool
+    hbm_capacity_bytes: float | None
+    notes: list[str]
+
+    def __init__(self, module: str, argument_bytes: int, output_bytes: int, alias_bytes: int, temp_bytes: int,
+                 host_bytes: int = 0, peak_instruction: str = "", peak_computation: str = "", peak_op_name: str = "",
+                 peak_source: str = "", top_buffers: list[LiveBuffer] | None = None, scheduled: bool = True,
+                 hbm_capacity_bytes: float | None = None, notes: list[str] | None = None) -> None:
+        self.module = module
+        self.argument_bytes = argument_bytes
+        self.output_bytes = output_bytes
+        self.alias_bytes = alias_bytes
+        self.temp_bytes = temp_bytes
+        self.host_bytes = host_bytes
+        self.peak_instruction = peak_instruction
+        self.peak_computation = peak_computation
+        self.peak_op_name = peak_op_name
+        self.peak_source = peak_source
+        self.top_buffers = [] if top_buffers is None else top_buffers
+        self.scheduled = scheduled
+        self.hbm_capacity_bytes = hbm_capacity_bytes
+        self.notes = [] if notes is None else notes
 
     @property
     def total_bytes(self) -> int:
@@ -119,7 +159,9 @@ class MemoryFootprint:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict: the fields, ``total_bytes``, ``headroom_bytes`` (null without a chip), ``fits``."""
-        out = asdict(self)
+        out = {name: getattr(self, name) for name in self._fields}  # (copies of the lists, as asdict made)
+        out["top_buffers"] = [b.to_dict() for b in self.top_buffers]
+        out["notes"] = list(self.notes)
         out["total_bytes"] = self.total_bytes
         out["headroom_bytes"] = None if self.hbm_capacity_bytes is None else self.headroom_bytes
         out["fits"] = self.fits
@@ -132,7 +174,7 @@ class MemoryFootprint:
         Raises:
             KeyError, TypeError: a missing or mistyped field (the report reader wraps these with the file name).
         """
-        names = {f for f in cls.__dataclass_fields__}
+        names = set(cls._fields)
         kept = {k: v for k, v in data.items() if k in names}
         kept["top_buffers"] = [LiveBuffer(**b) for b in data.get("top_buffers") or ()]
         kept["notes"] = list(data.get("notes") or ())

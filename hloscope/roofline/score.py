@@ -32,8 +32,9 @@ from __future__ import annotations
 
 import enum
 import math
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from hloscope._record import FrozenRecord
 
 if TYPE_CHECKING:
     from hloscope.cost import OpCost
@@ -54,10 +55,12 @@ class Bound(enum.Enum):
         return self.value
 
 
-@dataclass(frozen=True, slots=True)
-class OpScore:
-    """Roofline times (seconds) of a cost on a chip; see module Notes for each formula."""
+class OpScore(FrozenRecord):
+    """Roofline times (seconds) of a cost on a chip; see module Notes for each formula. Immutable
+    (``hloscope._record.FrozenRecord``: compared, hashed and printed by these fields)."""
 
+    __slots__ = ("compute_s", "memory_s", "comm_s", "roofline_s", "bound", "intensity", "critical_intensity",
+                 "dtype", "flags")
     compute_s: float
     memory_s: float
     comm_s: float
@@ -67,6 +70,19 @@ class OpScore:
     critical_intensity: float
     dtype: str
     flags: frozenset[str]
+
+    def __init__(self, compute_s: float, memory_s: float, comm_s: float, roofline_s: float, bound: Bound,
+                 intensity: float, critical_intensity: float, dtype: str, flags: frozenset[str]) -> None:
+        setter = object.__setattr__
+        setter(self, "compute_s", compute_s)
+        setter(self, "memory_s", memory_s)
+        setter(self, "comm_s", comm_s)
+        setter(self, "roofline_s", roofline_s)
+        setter(self, "bound", bound)
+        setter(self, "intensity", intensity)
+        setter(self, "critical_intensity", critical_intensity)
+        setter(self, "dtype", dtype)
+        setter(self, "flags", flags)
 
 
 _MATMUL = frozenset({"dot", "convolution", "ragged-dot"})
