@@ -114,3 +114,31 @@ def test_the_command_line_keeps_openblas_to_one_thread_unless_told(user_setting:
     out = subprocess.run([sys.executable, "-c", _BLAS_PROBE], capture_output=True, text=True, check=True,
                          env=env).stdout.split()
     assert out[-2:] == [user_setting or "1", str(threads)]
+
+
+@pytest.mark.parametrize("argv", [
+    ["report", "x.hlo", "--chip", "h100", "--format", "json", "-o", "r.json", "--top", "3", "--hlo", "a", "b"],
+    ["memory", "x.hlo", "--chip", "tpu-v5e", "--fail-if-not-fits"],
+    ["diff", "a.json", "b.json", "--fail-on", "roofline_s:+5%", "--fail-on", "wire_bytes:+0"],
+    ["chips", "--format", "json"],
+    ["calibrate", "--no-save"],
+])
+def test_one_command_parser_parses_as_the_whole(argv):
+    """``build_parser(command)`` builds that command's subparser alone: a command line that starts with it parses
+    to the same namespace as with every subparser built, and its usage names the same options."""
+    from hloscope.cli import build_parser
+
+    only, whole = build_parser(argv[0]), build_parser()
+    assert vars(only.parse_args(argv)) == vars(whole.parse_args(argv))
+    assert set(only._subparsers._group_actions[0].choices) == {argv[0]}
+    assert (only._subparsers._group_actions[0].choices[argv[0]].format_help()
+            == whole._subparsers._group_actions[0].choices[argv[0]].format_help())
+
+
+def test_help_and_unknown_command_name_every_command(capsys):
+    for argv in (["--help"], ["no-such-command"]):
+        with pytest.raises(SystemExit):
+            main(argv)
+        text = capsys.readouterr()
+        for command in ("report", "memory", "diff", "chips", "calibrate"):
+            assert command in text.out + text.err, (argv, command)
