@@ -282,6 +282,28 @@ def column_list(df: pd.DataFrame, name: str) -> list:
     return df[name].tolist() if values is None else list(values) if type(values) is list else values.tolist()
 
 
+def column_value(df: ColumnTable | pd.DataFrame, name: str, i: int) -> Any:
+    """``column_list(df, name)[i]`` without the column's list: row ``i``'s value as a Python object (a coded
+    column's read through its codes).
+
+    Raises:
+        KeyError: no column ``name``. IndexError: no row ``i``.
+    """
+    coded = column_codes(df, name)
+    if coded is not None:
+        codes, categories = coded
+        return categories[codes[i]]  # (an object array's item: the string itself)
+    values = _stored(df, name)
+    if values is None:
+        return df[name].iloc[[i]].tolist()[0]
+    if type(values) is list:
+        return values[i]
+    at = i + len(values) if i < 0 else i
+    if not 0 <= at < len(values):
+        raise IndexError(f"row {i} of a column of {len(values)} rows")
+    return values[at:at + 1].tolist()[0]  # (tolist's Python scalar, as column_list gives)
+
+
 def head_records(df: ColumnTable | pd.DataFrame, n: int) -> list[dict[str, Any]]:
     """The first ``n`` rows as dicts of Python values (``df.head(n).to_dict(orient="records")``), read from the
     stored arrays' first ``n`` values."""

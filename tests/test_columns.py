@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 
 import hloscope
-from hloscope._columns import (CodedStrings, ColumnTable, column_array, column_codes, column_list, dtype_kinds,
-                               frame_from_columns, head_records, table_from_columns)
+from hloscope._columns import (CodedStrings, ColumnTable, column_array, column_codes, column_list, column_value,
+                               dtype_kinds, frame_from_columns, head_records, table_from_columns)
 
 
 def _same(a: list, b: list) -> bool:
@@ -223,6 +223,33 @@ def test_kept_columns_read_as_their_frame_does(kept) -> None:
         for got, want in zip(head_records(table, 7), frame.head(7).to_dict(orient="records")):
             assert list(got) == list(want) and _same(list(got.values()), [
                 v.item() if hasattr(v, "item") else v for v in want.values()])
+
+
+def test_one_value_reads_as_the_column_list(kept, tables) -> None:
+    """``column_value(t, name, i)`` is ``column_list(t, name)[i]`` (same type, NaN for NaN) for every row of every
+    column of the kept tables and the DataFrames, negative positions too; a coded column's list is not made."""
+    for table in [t for t, _ in kept] + tables:
+        for name in table.columns:
+            listed = column_list(table, name)
+            rows = list(range(len(listed))) + [-1, -len(listed)] if listed else []
+            assert _same([column_value(table, name, i) for i in rows], [listed[i] for i in rows]), name
+            with pytest.raises(IndexError):
+                column_value(table, name, len(listed))
+    coded = ColumnTable(["s"], [("str", None)], 3, {"s": (np.array([1, 0, 1]), np.array(["a", "b"], object))})
+    assert [column_value(coded, "s", i) for i in range(3)] == ["b", "a", "b"]
+    assert coded._arrays["s"] == ("str", None)  # (read through the codes: no object array made)
+
+
+def test_an_advice_row_reads_values_not_columns(kept) -> None:
+    from hloscope.advice._common import OpsColumns
+
+    table = max((t for t, _ in kept), key=len)
+    report = type("R", (), {"table": lambda self, name: table})()
+    ops = OpsColumns(report)
+    for name in table.columns:
+        assert _same([ops.row(i)[name] for i in (0, len(table) - 1)], [column_list(table, name)[i]
+                                                                      for i in (0, len(table) - 1)])
+    assert ops._lists == {}
 
 
 def test_the_frame_of_a_column_table_is_frame_from_columns() -> None:
