@@ -11,7 +11,9 @@ from hloscope.advice._common import Advice, MatmulShape
 from hloscope.cost.module import ModuleCost
 from hloscope.hlo import HloModule, Layout, Shape
 from hloscope.hlo_values import ConvolutionDimensionNumbers, PaddingDimension, SliceRange, StackFrame, WindowDimension
+from hloscope.memory.assignment import Allocation, Assignment
 from hloscope.memory.footprint import LiveBuffer, MemoryFootprint
+from hloscope.memory.liveness import Buffer, Liveness
 from hloscope.roofline.score import Bound, OpScore
 
 LAYOUT = Layout((1, 0), ((8, 128),), 0, "1,0:T(8,128)")
@@ -36,6 +38,12 @@ CASES = [
      LiveBuffer.__slots__, True),
     (MemoryFootprint("m", 1, 2, 0, 3, notes=["n"]), ("m", 1, 2, 0, 3, 0, "", "", "", "", [], True, None, ["n"]),
      MemoryFootprint._fields, False),
+    (Buffer(3, 64, 0, 1, 5, "temp", False, False, False, ("c", "i"), None, (1,), 2),
+     (3, 64, 0, 1, 5, "temp", False, False, False, ("c", "i"), None, (1,), 2), Buffer.__slots__, False),
+    (Liveness([("c", "i")], [], {1: (2,)}, {}, False, True), ([("c", "i")], [], {1: (2,)}, {}, False, True),
+     Liveness.__slots__, False),
+    (Allocation("temp", 8, [1, 2]), ("temp", 8, [1, 2], False, False), Allocation.__slots__, False),
+    (Assignment([], [1], 8, 3), ([], [1], 8, 3), Assignment.__slots__, False),
     (ModuleCost(None, [], 1.0, 0.0, 2.0, 3.0, 0.0, frozenset({"f"})),
      (None, [], 1.0, 0.0, 2.0, 3.0, 0.0, frozenset({"f"})), ModuleCost.__slots__, False),
 ]

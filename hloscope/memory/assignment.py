@@ -26,10 +26,10 @@ as much or more (fragmentation); ``compiled.memory_analysis().temp_size_in_bytes
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right, insort
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from hloscope._compiled import PURE_PYTHON, compiled
+from hloscope._record import Record
 
 if TYPE_CHECKING:
     from hloscope.memory.liveness import Buffer, Liveness
@@ -42,20 +42,28 @@ __all__ = ["Allocation", "Assignment", "CPU_ALIGNMENT_BYTES", "assign_buffers"]
 CPU_ALIGNMENT_BYTES = 64
 
 
-@dataclass(slots=True)
-class Allocation:
+class Allocation(Record):
     """One allocation: ``kind`` is ``parameter``, ``constant``, ``tuple``, ``output`` or ``reused``; ``size_bytes``
-    its size; ``buffers`` the ids of the buffers in it; ``live_out`` whether any of them is live out."""
+    its size; ``buffers`` the ids of the buffers in it; ``live_out`` whether any of them is live out. Compared and
+    printed by these fields (``hloscope._record.Record``), which may be set."""
 
+    __slots__ = ("kind", "size_bytes", "buffers", "live_out", "readonly")
     kind: str
     size_bytes: int
-    buffers: list[int] = field(default_factory=list)
-    live_out: bool = False
-    readonly: bool = False
+    buffers: list[int]
+    live_out: bool
+    readonly: bool
+
+    def __init__(self, kind: str, size_bytes: int, buffers: list[int] | None = None, live_out: bool = False,
+                 readonly: bool = False) -> None:
+        self.kind = kind
+        self.size_bytes = size_bytes
+        self.buffers = [] if buffers is None else buffers
+        self.live_out = live_out
+        self.readonly = readonly
 
 
-@dataclass(slots=True)
-class Assignment:
+class Assignment(Record):
     """Allocations, the temp set, and the temp set's peak.
 
     Attributes:
@@ -63,12 +71,22 @@ class Assignment:
         temp_buffers: ids of the buffers packed into the temp allocation.
         temp_bytes: peak live bytes of ``temp_buffers`` (the temp allocation's size, before fragmentation).
         peak_time: the time (index into ``Liveness.sequence``) of that peak; -1 when there are no temps.
+
+    Compared and printed by these fields (``hloscope._record.Record``), which may be set.
     """
 
+    __slots__ = ("allocations", "temp_buffers", "temp_bytes", "peak_time")
     allocations: list[Allocation]
     temp_buffers: list[int]
     temp_bytes: int
     peak_time: int
+
+    def __init__(self, allocations: list[Allocation], temp_buffers: list[int], temp_bytes: int,
+                 peak_time: int) -> None:
+        self.allocations = allocations
+        self.temp_buffers = temp_buffers
+        self.temp_bytes = temp_bytes
+        self.peak_time = peak_time
 
 
 #: Above any time index (the ``bisect`` bound for "every range starting at or before t").

@@ -27,11 +27,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from itertools import repeat
 from typing import TYPE_CHECKING, Any, Union
 
 from hloscope._compiled import PURE_PYTHON, compiled
+from hloscope._record import Record
 from hloscope._regex import LazyPattern
 from hloscope.cost.elementwise import OPCODES as ELEMENTWISE_OPCODES
 
@@ -61,8 +61,7 @@ _MAY_ALIAS = _IN_PLACE | {"send", "fusion", "custom-call"}
 _ALIASING = LazyPattern(r"\{([\d,\s]*)\}\s*:\s*\(\s*(\d+)\s*,\s*\{([\d,\s]*)\}")
 
 
-@dataclass(slots=True)
-class Buffer:
+class Buffer(Record):
     """Memory that one or more values share, with its live range.
 
     Attributes:
@@ -83,8 +82,13 @@ class Buffer:
             reading the operand elementwise, same byte size).
         post_order: the smallest post-order position of its values' instructions (``post_order_positions``):
             the buffer assigner's tie-break among buffers of one size.
+
+    Compared and printed by these fields (``hloscope._record.Record``), which may be set; ``_liveness_walk.c``
+    ``make_buffers`` fills the slots of the buffers it makes directly.
     """
 
+    __slots__ = ("id", "size_bytes", "host_bytes", "start", "end", "kind", "live_out", "aliased_parameter",
+                 "is_tuple_table", "defined_by", "shape", "share_candidates", "post_order")
     id: int
     size_bytes: int
     host_bytes: int
@@ -96,12 +100,28 @@ class Buffer:
     is_tuple_table: bool
     defined_by: tuple[str, str]
     shape: Any
-    share_candidates: tuple[int, ...] = ()
-    post_order: int = 0
+    share_candidates: tuple[int, ...]
+    post_order: int
+
+    def __init__(self, id: int, size_bytes: int, host_bytes: int, start: int, end: int, kind: str,  # noqa: A002
+                 live_out: bool, aliased_parameter: bool, is_tuple_table: bool, defined_by: tuple[str, str],
+                 shape: Any, share_candidates: tuple[int, ...] = (), post_order: int = 0) -> None:
+        self.id = id
+        self.size_bytes = size_bytes
+        self.host_bytes = host_bytes
+        self.start = start
+        self.end = end
+        self.kind = kind
+        self.live_out = live_out
+        self.aliased_parameter = aliased_parameter
+        self.is_tuple_table = is_tuple_table
+        self.defined_by = defined_by
+        self.shape = shape
+        self.share_candidates = share_candidates
+        self.post_order = post_order
 
 
-@dataclass(slots=True)
-class Liveness:
+class Liveness(Record):
     """Every buffer of a module, and the flattened schedule its times index.
 
     Attributes:
@@ -114,14 +134,28 @@ class Liveness:
             schedule, and ``Footprint`` says so).
         tiled: whether the entry computation's arrays carry tiled layouts (``T(8,128)``: a TPU program); tuple
             index tables are then ``TPU_GRANULE_BYTES``-rounded.
+
+    Compared and printed by these fields (``hloscope._record.Record``), which may be set.
     """
 
-    sequence: list[tuple[str, str]] = field(default_factory=list)
-    buffers: list[Buffer] = field(default_factory=list)
-    operand_buffers: dict[int, tuple[int, ...]] = field(default_factory=dict)
-    copies_of: dict[int, frozenset[int]] = field(default_factory=dict)
-    scheduled: bool = True
-    tiled: bool = False
+    __slots__ = ("sequence", "buffers", "operand_buffers", "copies_of", "scheduled", "tiled")
+    sequence: list[tuple[str, str]]
+    buffers: list[Buffer]
+    operand_buffers: dict[int, tuple[int, ...]]
+    copies_of: dict[int, frozenset[int]]
+    scheduled: bool
+    tiled: bool
+
+    def __init__(self, sequence: list[tuple[str, str]] | None = None, buffers: list[Buffer] | None = None,
+                 operand_buffers: dict[int, tuple[int, ...]] | None = None,
+                 copies_of: dict[int, frozenset[int]] | None = None, scheduled: bool = True,
+                 tiled: bool = False) -> None:
+        self.sequence = [] if sequence is None else sequence
+        self.buffers = [] if buffers is None else buffers
+        self.operand_buffers = {} if operand_buffers is None else operand_buffers
+        self.copies_of = {} if copies_of is None else copies_of
+        self.scheduled = scheduled
+        self.tiled = tiled
 
 
 class _Walk:

@@ -164,8 +164,9 @@ def _fields(b) -> tuple:
 
 #: Buffer's fields in a class without slots (a plain dataclass): make_buffers calls it instead of filling slots.
 _NotSlotted = dataclasses.make_dataclass("_NotSlotted", [
-    (f.name, f.type) if f.default is dataclasses.MISSING else (f.name, f.type, dataclasses.field(default=f.default))
-    for f in dataclasses.fields(liveness.Buffer)])
+    (name, object) if name not in ("share_candidates", "post_order")
+    else (name, object, dataclasses.field(default=() if name == "share_candidates" else 0))
+    for name in liveness.Buffer._fields])
 
 
 def test_buffers_made_in_c_are_the_python_ones(make_buffers) -> None:
