@@ -196,6 +196,12 @@ def _report(args: argparse.Namespace, one_shot: bool = False) -> int:
     _require_output(args.output)
     child = None
     if one_shot and args.format == "json" and is_hlo_text_file(args.path):
+        from hloscope._gc import frozen_at_exit
+
+        # (the process ends after the report: what it holds now, the imports, is frozen before the fork, so the
+        # collections of both processes never walk it again; paused_gc blocks then freeze what they make. The
+        # child of gemma4's report: 755 -> 743 M instructions)
+        frozen_at_exit()
         child = _footprints_in_child(args.path, args.chip)  # (the JSON holds the memory footprint: other core)
     try:
         report = _with_status(args.path, lambda: analyze(args.path, chip=args.chip, run=args.run, hlo=args.hlo,

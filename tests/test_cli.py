@@ -142,3 +142,22 @@ def test_help_and_unknown_command_name_every_command(capsys):
         text = capsys.readouterr()
         for command in ("report", "memory", "diff", "chips", "calibrate"):
             assert command in text.out + text.err, (argv, command)
+
+
+def test_a_one_shot_json_report_freezes_the_collector_before_it_forks(monkeypatch):
+    """What the process holds before the memory model's child forks (the imports) is frozen then, so neither
+    process's collections walk it again (the process ends after the report)."""
+    import gc
+
+    from hloscope import _gc, cli
+
+    seen = []
+    monkeypatch.setattr(cli, "_footprints_in_child", lambda path, chip: seen.append(gc.get_freeze_count()))
+    monkeypatch.setattr(_gc, "_exiting", False)
+    gc.unfreeze()
+    try:
+        assert main(["report", str(HLO), "--chip", "tpu-v5e", "--format", "json", "-o", os.devnull],
+                    one_shot=True) == 0
+    finally:
+        gc.unfreeze()  # (this test's process goes on)
+    assert len(seen) == 1 and seen[0] > 1000
