@@ -8,7 +8,7 @@ the module, its cost, its memory footprint): ~55 M instructions, 6% of the whole
 module (benchmarks/README.md, stop 45).
 
 The classes that every report makes derive from ``Record`` (mutable) or ``FrozenRecord`` instead, and write their
-``__init__`` out; the methods a dataclass would generate from the fields are written once here, reading the
+``__init__`` out (most as one call of ``_init_fields``); the methods a dataclass would generate from the fields are written once here, reading the
 fields through one ``operator.attrgetter`` made per class:
 
 * equality: an instance of the same class with equal compared fields (``NotImplemented`` for any other), as a
@@ -62,6 +62,12 @@ class Record:
         cls._fields, cls._compared, cls._shown = fields, compared, shown
         cls._key = staticmethod(_values_getter(compared))
         cls._shown_values = staticmethod(_values_getter(shown))
+
+    def _init_fields(self, *values: Any) -> None:
+        """Set the fields, in order, to ``values``: the body of an ``__init__`` of a class made now and then (a
+        class made per instruction or shape sets each field itself, without this loop)."""
+        for name, value in zip(self._fields, values):
+            object.__setattr__(self, name, value)
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is self.__class__:

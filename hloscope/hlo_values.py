@@ -13,8 +13,6 @@ from hloscope._record import FrozenRecord
 
 __all__ = ["ConvolutionDimensionNumbers", "PaddingDimension", "SliceRange", "StackFrame", "WindowDimension"]
 
-_set = object.__setattr__
-
 
 class WindowDimension(FrozenRecord):
     """One dimension of a ``window={...}`` attribute (XLA ``WindowDimension`` in ``xla_data.proto``):
@@ -32,13 +30,7 @@ class WindowDimension(FrozenRecord):
 
     def __init__(self, size: int = 1, stride: int = 1, padding_low: int = 0, padding_high: int = 0,
                  window_dilation: int = 1, base_dilation: int = 1, window_reversal: bool = False) -> None:
-        _set(self, "size", size)
-        _set(self, "stride", stride)
-        _set(self, "padding_low", padding_low)
-        _set(self, "padding_high", padding_high)
-        _set(self, "window_dilation", window_dilation)
-        _set(self, "base_dilation", base_dilation)
-        _set(self, "window_reversal", window_reversal)
+        self._init_fields(size, stride, padding_low, padding_high, window_dilation, base_dilation, window_reversal)
 
 
 class ConvolutionDimensionNumbers(FrozenRecord):
@@ -67,16 +59,9 @@ class ConvolutionDimensionNumbers(FrozenRecord):
                  kernel_output_feature_dimension: int, kernel_spatial_dimensions: tuple[int, ...],
                  output_batch_dimension: int, output_feature_dimension: int,
                  output_spatial_dimensions: tuple[int, ...], raw: str = "") -> None:
-        _set(self, "input_batch_dimension", input_batch_dimension)
-        _set(self, "input_feature_dimension", input_feature_dimension)
-        _set(self, "input_spatial_dimensions", input_spatial_dimensions)
-        _set(self, "kernel_input_feature_dimension", kernel_input_feature_dimension)
-        _set(self, "kernel_output_feature_dimension", kernel_output_feature_dimension)
-        _set(self, "kernel_spatial_dimensions", kernel_spatial_dimensions)
-        _set(self, "output_batch_dimension", output_batch_dimension)
-        _set(self, "output_feature_dimension", output_feature_dimension)
-        _set(self, "output_spatial_dimensions", output_spatial_dimensions)
-        _set(self, "raw", raw)
+        self._init_fields(input_batch_dimension, input_feature_dimension, input_spatial_dimensions,
+                          kernel_input_feature_dimension, kernel_output_feature_dimension, kernel_spatial_dimensions,
+                          output_batch_dimension, output_feature_dimension, output_spatial_dimensions, raw)
 
 
 class SliceRange(FrozenRecord):
@@ -88,9 +73,7 @@ class SliceRange(FrozenRecord):
     stride: int
 
     def __init__(self, start: int, limit: int, stride: int = 1) -> None:
-        _set(self, "start", start)
-        _set(self, "limit", limit)
-        _set(self, "stride", stride)
+        self._init_fields(start, limit, stride)
 
 
 class PaddingDimension(FrozenRecord):
@@ -102,9 +85,7 @@ class PaddingDimension(FrozenRecord):
     interior: int
 
     def __init__(self, low: int, high: int, interior: int = 0) -> None:
-        _set(self, "low", low)
-        _set(self, "high", high)
-        _set(self, "interior", interior)
+        self._init_fields(low, high, interior)
 
 
 class StackFrame(FrozenRecord):
@@ -117,7 +98,4 @@ class StackFrame(FrozenRecord):
     parent_frame_id: int
 
     def __init__(self, file_name: str, function_name: str, line: int, parent_frame_id: int) -> None:
-        _set(self, "file_name", file_name)
-        _set(self, "function_name", function_name)
-        _set(self, "line", line)
-        _set(self, "parent_frame_id", parent_frame_id)
+        self._init_fields(file_name, function_name, line, parent_frame_id)

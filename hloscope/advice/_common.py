@@ -51,15 +51,7 @@ class Advice(FrozenRecord):
 
     def __init__(self, rule: str, module: str, ops: str, evidence: str, action: str, gain_s: float,
                  gain_basis: str, source: str) -> None:
-        setter = object.__setattr__
-        setter(self, "rule", rule)
-        setter(self, "module", module)
-        setter(self, "ops", ops)
-        setter(self, "evidence", evidence)
-        setter(self, "action", action)
-        setter(self, "gain_s", gain_s)
-        setter(self, "gain_basis", gain_basis)
-        setter(self, "source", source)
+        self._init_fields(rule, module, ops, evidence, action, gain_s, gain_basis, source)
 
 
 class OpsColumns:
@@ -235,14 +227,7 @@ class MatmulShape(FrozenRecord):
     out_bytes: int
 
     def __init__(self, batch: int, m: int, k: int, n: int, lhs_bytes: int, rhs_bytes: int, out_bytes: int) -> None:
-        setter = object.__setattr__
-        setter(self, "batch", batch)
-        setter(self, "m", m)
-        setter(self, "k", k)
-        setter(self, "n", n)
-        setter(self, "lhs_bytes", lhs_bytes)
-        setter(self, "rhs_bytes", rhs_bytes)
-        setter(self, "out_bytes", out_bytes)
+        self._init_fields(batch, m, k, n, lhs_bytes, rhs_bytes, out_bytes)
 
     @property
     def flops(self) -> int:

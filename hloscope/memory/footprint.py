@@ -60,14 +60,7 @@ class LiveBuffer(FrozenRecord):
 
     def __init__(self, instruction: str, computation: str, op_name: str, source: str, result_shape: str,
                  size_bytes: int, kind: str) -> None:
-        setter = object.__setattr__
-        setter(self, "instruction", instruction)
-        setter(self, "computation", computation)
-        setter(self, "op_name", op_name)
-        setter(self, "source", source)
-        setter(self, "result_shape", result_shape)
-        setter(self, "size_bytes", size_bytes)
-        setter(self, "kind", kind)
+        self._init_fields(instruction, computation, op_name, source, result_shape, size_bytes, kind)
 
     def to_dict(self) -> dict[str, Any]:
         """The fields by name (the report document's form)."""

@@ -73,16 +73,7 @@ class OpScore(FrozenRecord):
 
     def __init__(self, compute_s: float, memory_s: float, comm_s: float, roofline_s: float, bound: Bound,
                  intensity: float, critical_intensity: float, dtype: str, flags: frozenset[str]) -> None:
-        setter = object.__setattr__
-        setter(self, "compute_s", compute_s)
-        setter(self, "memory_s", memory_s)
-        setter(self, "comm_s", comm_s)
-        setter(self, "roofline_s", roofline_s)
-        setter(self, "bound", bound)
-        setter(self, "intensity", intensity)
-        setter(self, "critical_intensity", critical_intensity)
-        setter(self, "dtype", dtype)
-        setter(self, "flags", flags)
+        self._init_fields(compute_s, memory_s, comm_s, roofline_s, bound, intensity, critical_intensity, dtype, flags)
 
 
 _MATMUL = frozenset({"dot", "convolution", "ragged-dot"})
