@@ -2,14 +2,14 @@
 
 ``@dataclass`` writes each generated method (``__init__``, ``__repr__``, ``__eq__``, ``__hash__``, a frozen
 class's ``__setattr__`` and ``__delattr__``) as source text and compiles it with ``exec`` when the class is made,
-at every import: ~3.8 M instructions (~1 ms) for a frozen class of six fields, where a class written out costs
-~0.07 M. A ``hloscope report`` process made 14 such classes on its way (shapes, layouts, windows, scores, advice,
-the module, its cost, its memory footprint): ~55 M instructions, 6% of the whole process on the corpus's gemma4
-module (benchmarks/README.md, stop 45).
+at every import: ~3.8 M instructions (~1 ms) for a frozen class of four fields, 4.5 M for six, where a class
+written out costs ~0.07 M. A ``hloscope report`` process made 14 such classes on its way (shapes, layouts,
+windows, scores, advice, the module, its cost, its memory footprint), and its memory model's child 4 more: ~63 M
+instructions of the parent, 6.7% of it, on the corpus's gemma4 module (benchmarks/README.md, stop 45).
 
 The classes that every report makes derive from ``Record`` (mutable) or ``FrozenRecord`` instead, and write their
-``__init__`` out (most as one call of ``_init_fields``); the methods a dataclass would generate from the fields are written once here, reading the
-fields through one ``operator.attrgetter`` made per class:
+``__init__`` out (most as one call of ``_init_fields``); the methods a dataclass would generate from the fields are
+written once here, reading the fields through one ``operator.attrgetter`` made per class:
 
 * equality: an instance of the same class with equal compared fields (``NotImplemented`` for any other), as a
   dataclass compares (``eq=True``);
@@ -65,7 +65,8 @@ class Record:
 
     def _init_fields(self, *values: Any) -> None:
         """Set the fields, in order, to ``values``: the body of an ``__init__`` of a class made now and then (a
-        class made per instruction or shape sets each field itself, without this loop)."""
+        class made per shape, buffer or allocation sets each field itself, without this loop), and of
+        ``__setstate__``."""
         for name, value in zip(self._fields, values):
             object.__setattr__(self, name, value)
 
@@ -104,5 +105,4 @@ class FrozenRecord(Record):
         return [getattr(self, name) for name in self._fields]
 
     def __setstate__(self, state: list[Any]) -> None:
-        for name, value in zip(self._fields, state):
-            object.__setattr__(self, name, value)
+        self._init_fields(*state)

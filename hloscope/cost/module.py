@@ -99,14 +99,7 @@ class ModuleCost(Record):
     def __init__(self, module: HloModule, rows: list[CostRow], flops: float = 0.0, transcendentals: float = 0.0,
                  bytes_read: float = 0.0, bytes_written: float = 0.0, comm_bytes: float = 0.0,
                  flags: frozenset[str] = frozenset()) -> None:
-        self.module = module
-        self.rows = rows
-        self.flops = flops
-        self.transcendentals = transcendentals
-        self.bytes_read = bytes_read
-        self.bytes_written = bytes_written
-        self.comm_bytes = comm_bytes
-        self.flags = flags
+        self._init_fields(module, rows, flops, transcendentals, bytes_read, bytes_written, comm_bytes, flags)
 
     @property
     def bytes_accessed(self) -> float:

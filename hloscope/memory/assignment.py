@@ -83,10 +83,7 @@ class Assignment(Record):
 
     def __init__(self, allocations: list[Allocation], temp_buffers: list[int], temp_bytes: int,
                  peak_time: int) -> None:
-        self.allocations = allocations
-        self.temp_buffers = temp_buffers
-        self.temp_bytes = temp_bytes
-        self.peak_time = peak_time
+        self._init_fields(allocations, temp_buffers, temp_bytes, peak_time)
 
 
 #: Above any time index (the ``bisect`` bound for "every range starting at or before t").

@@ -109,20 +109,9 @@ class MemoryFootprint(Record):
                  host_bytes: int = 0, peak_instruction: str = "", peak_computation: str = "", peak_op_name: str = "",
                  peak_source: str = "", top_buffers: list[LiveBuffer] | None = None, scheduled: bool = True,
                  hbm_capacity_bytes: float | None = None, notes: list[str] | None = None) -> None:
-        self.module = module
-        self.argument_bytes = argument_bytes
-        self.output_bytes = output_bytes
-        self.alias_bytes = alias_bytes
-        self.temp_bytes = temp_bytes
-        self.host_bytes = host_bytes
-        self.peak_instruction = peak_instruction
-        self.peak_computation = peak_computation
-        self.peak_op_name = peak_op_name
-        self.peak_source = peak_source
-        self.top_buffers = [] if top_buffers is None else top_buffers
-        self.scheduled = scheduled
-        self.hbm_capacity_bytes = hbm_capacity_bytes
-        self.notes = [] if notes is None else notes
+        self._init_fields(module, argument_bytes, output_bytes, alias_bytes, temp_bytes, host_bytes, peak_instruction,
+                          peak_computation, peak_op_name, peak_source, [] if top_buffers is None else top_buffers,
+                          scheduled, hbm_capacity_bytes, [] if notes is None else notes)
 
     @property
     def total_bytes(self) -> int:

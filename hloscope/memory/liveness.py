@@ -150,12 +150,9 @@ class Liveness(Record):
                  operand_buffers: dict[int, tuple[int, ...]] | None = None,
                  copies_of: dict[int, frozenset[int]] | None = None, scheduled: bool = True,
                  tiled: bool = False) -> None:
-        self.sequence = [] if sequence is None else sequence
-        self.buffers = [] if buffers is None else buffers
-        self.operand_buffers = {} if operand_buffers is None else operand_buffers
-        self.copies_of = {} if copies_of is None else copies_of
-        self.scheduled = scheduled
-        self.tiled = tiled
+        self._init_fields([] if sequence is None else sequence, [] if buffers is None else buffers,
+                          {} if operand_buffers is None else operand_buffers, {} if copies_of is None else copies_of,
+                          scheduled, tiled)
 
 
 class _Walk:
