@@ -24,6 +24,8 @@
 #include <Python.h>
 #include <structmember.h>
 
+#include "../_slot_fields.h"
+
 #define MAX_OPERANDS 64
 
 static PyObject *s_parent, *s_define_time, *s_last_use, *s_shapes, *s_table_len, *s_origin, *s_share,
@@ -61,6 +63,11 @@ static PyObject *plain_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
     PyObject *result = NULL, *now = NULL, *vid = NULL, *size = NULL; /* (vid, size: the current instruction's) */
     PyObject *ops[MAX_OPERANDS];
     Py_ssize_t start, n, i, k, count;
+    /* The shapes' fields read (element_type, hbm_size_bytes), from their slots (../_slot_fields.h) when the shapes
+     * are of shape_type: the type of the first, when it keeps them so (hloscope.hlo.Shape). */
+    PyObject *shape_names[2] = {s_element_type, s_hbm_size_bytes};
+    PyTypeObject *shape_type = NULL;
+    Py_ssize_t shape_at[2] = {0, 0};
     (void)self;
     if (nargs != 10) {
         PyErr_SetString(PyExc_TypeError, "plain_run(walk, start, cname, names, opcodes, shapes, operand_lists, "
@@ -107,6 +114,9 @@ static PyObject *plain_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
         PyErr_SetString(PyExc_TypeError, "plain_run: walk.operand_values and walk.copy_reads must be dicts");
         goto done;
     }
+    if (n > 0 && slot_offsets(Py_TYPE(PyTuple_GET_ITEM(shapes, 0)), shape_names, 2, shape_at)) {
+        shape_type = Py_TYPE(PyTuple_GET_ITEM(shapes, 0));
+    }
     for (i = start < 0 ? 0 : start; i < n; i++) {
         PyObject *op = PyTuple_GET_ITEM(opcodes, i), *shape = PyTuple_GET_ITEM(shapes, i);
         PyObject *name = PyTuple_GET_ITEM(names, i), *operands = PyList_GET_ITEM(lists, i);
@@ -127,7 +137,7 @@ static PyObject *plain_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
             PyUnicode_Tailmatch(op, s_done_suffix, 0, PY_SSIZE_T_MAX, 1) > 0) {
             break;
         }
-        etype = PyObject_GetAttr(shape, s_element_type);
+        etype = slot_field(shape, shape_type, shape_at[0], s_element_type);
         if (etype == NULL) {
             goto done;
         }
@@ -187,7 +197,7 @@ static PyObject *plain_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
             goto done;
         }
         if (found && count) {
-            size = PyObject_GetAttr(shape, s_hbm_size_bytes);
+            size = slot_field(shape, shape_type, shape_at[1], s_hbm_size_bytes);
             if (size == NULL) {
                 goto done;
             }
@@ -205,7 +215,7 @@ static PyObject *plain_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
                 if (other == Py_None) {
                     continue;
                 }
-                other_size = PyObject_GetAttr(other, s_hbm_size_bytes);
+                other_size = slot_field(other, shape_type, shape_at[1], s_hbm_size_bytes);
                 same = other_size ? PyObject_RichCompareBool(other_size, size, Py_EQ) : -1;
                 Py_XDECREF(other_size);
                 if (same < 0 || (same && append_new(share, PyTuple_Pack(3, vid, ops[k], time)) < 0)) {
@@ -356,10 +366,11 @@ static PyObject *make_buffers(PyObject *self, PyObject *const *args, Py_ssize_t 
              *origin = NULL, *live_out = NULL, *post_order = NULL, *buffers = NULL, *buffer_of = NULL, *result = NULL;
     PyObject **bids = NULL;
     Py_ssize_t n, v, ngroups = 0, *parent = NULL, *gid = NULL, *count = NULL, *first = NULL, *next;
-    Py_ssize_t offsets[BUFFER_SLOTS];
+    Py_ssize_t offsets[BUFFER_SLOTS], shape_at[2] = {0, 0};
+    PyTypeObject *shape_type = NULL;
     long pointer_bytes, granule_bytes;
     char *is_live_out = NULL;
-    int tiled, direct;
+    int tiled, direct, shape_tried = 0;
     (void)self;
     if (nargs != 7) {
         PyErr_SetString(PyExc_TypeError,
@@ -537,8 +548,13 @@ static PyObject *make_buffers(PyObject *self, PyObject *const *args, Py_ssize_t 
                 host = s_zero;
                 Py_INCREF(host);
             } else {
-                size = PyObject_GetAttr(shape, s_hbm_size_bytes);
-                host = size ? PyObject_GetAttr(shape, s_host_size_bytes) : NULL;
+                if (!shape_tried) { /* (the shapes' sizes from their slots: ../_slot_fields.h) */
+                    PyObject *size_names[2] = {s_hbm_size_bytes, s_host_size_bytes};
+                    shape_tried = 1;
+                    shape_type = slot_offsets(Py_TYPE(shape), size_names, 2, shape_at) ? Py_TYPE(shape) : NULL;
+                }
+                size = slot_field(shape, shape_type, shape_at[0], s_hbm_size_bytes);
+                host = size ? slot_field(shape, shape_type, shape_at[1], s_host_size_bytes) : NULL;
             }
             defined_by = host ? PyTuple_Pack(2, PyTuple_GET_ITEM(t, 0), PyTuple_GET_ITEM(t, 1)) : NULL;
             order = defined_by ? PyDict_GetItemWithError(post_order, defined_by) : NULL;
@@ -665,14 +681,16 @@ static PyObject *buffer_ids(PyObject *buffer_of, PyObject *values, int as_list) 
     return out;
 }
 
-/* Whether attribute ``name`` of buffers[bid] equals ``time``: 1, 0, or -1 with an error. */
-static int buffer_at_time(PyObject *buffers, PyObject *bid, PyObject *name, PyObject *time) {
+/* Whether attribute ``name`` of buffers[bid] equals ``time``: 1, 0, or -1 with an error. The attribute is read
+ * from the slot at offset when the buffer is of type (slot_field). */
+static int buffer_at_time(PyObject *buffers, PyObject *bid, PyTypeObject *type, Py_ssize_t offset, PyObject *name,
+                          PyObject *time) {
     PyObject *buffer = item_at(buffers, bid, "a buffer id"), *value;
     int eq;
     if (buffer == NULL) {
         return -1;
     }
-    value = PyObject_GetAttr(buffer, name);
+    value = slot_field(buffer, type, offset, name);
     if (value == NULL) {
         return -1;
     }
@@ -686,7 +704,9 @@ static int buffer_at_time(PyObject *buffers, PyObject *bid, PyObject *name, PyOb
 static PyObject *link_buffers(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     PyObject *walk, *buffers, *buffer_of, *operand_buffers, *copies_of;
     PyObject *share = NULL, *operand_values = NULL, *copy_reads = NULL, *shares = NULL, *key, *value;
-    Py_ssize_t i, pos;
+    PyObject *range_names[2] = {s_start, s_end};
+    PyTypeObject *type = NULL; /* (the buffers' start and end from their slots when of this type: ../_slot_fields.h) */
+    Py_ssize_t i, pos, at[2] = {0, 0};
     (void)self;
     if (nargs != 5 || !PyList_CheckExact(args[1]) || !PyList_CheckExact(args[2]) || !PyDict_CheckExact(args[3])
             || !PyDict_CheckExact(args[4])) {
@@ -697,6 +717,9 @@ static PyObject *link_buffers(PyObject *self, PyObject *const *args, Py_ssize_t 
     walk = args[0], buffers = args[1], buffer_of = args[2], operand_buffers = args[3], copies_of = args[4];
     if (list_of(walk, s_share, &share) < 0) {
         return NULL;
+    }
+    if (PyList_GET_SIZE(buffers) > 0 && slot_offsets(Py_TYPE(PyList_GET_ITEM(buffers, 0)), range_names, 2, at)) {
+        type = Py_TYPE(PyList_GET_ITEM(buffers, 0));
     }
     operand_values = PyObject_GetAttr(walk, s_operand_values);
     copy_reads = operand_values ? PyObject_GetAttr(walk, s_copy_reads) : NULL;
@@ -726,8 +749,8 @@ static PyObject *link_buffers(PyObject *self, PyObject *const *args, Py_ssize_t 
             }
             continue;
         }
-        if ((eq = buffer_at_time(buffers, b_op, s_end, PyTuple_GET_ITEM(t, 2))) <= 0 ||
-                (eq = buffer_at_time(buffers, b_new, s_start, PyTuple_GET_ITEM(t, 2))) <= 0) {
+        if ((eq = buffer_at_time(buffers, b_op, type, at[1], s_end, PyTuple_GET_ITEM(t, 2))) <= 0 ||
+                (eq = buffer_at_time(buffers, b_new, type, at[0], s_start, PyTuple_GET_ITEM(t, 2))) <= 0) {
             if (eq < 0) {
                 goto fail;
             }

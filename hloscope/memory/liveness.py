@@ -666,12 +666,42 @@ def _groups(walk: _Walk) -> list[list[int]]:
 
 def _merged_buffer(walk: _Walk, bid: int, values: list[int], end: int, tiled: bool) -> Buffer:
     """The buffer of the values ``values`` (ascending), which share memory: live from the first definition to
-    the last use of any (to ``end`` when one is a parameter or live out), as large as the largest."""
-    origin, define_time, shapes = walk.origin, walk.define_time, walk.shapes
-    kinds = {origin[v][2] for v in values}
-    live_out = any(v in walk.live_out for v in values)
-    start = min(define_time[v] for v in values)
-    stop = max(max(walk.last_use[v], define_time[v]) for v in values)
+    the last use of any (to ``end`` when one is a parameter or live out), as large as the largest. (One pass over
+    the values: most such buffers hold two, and a pass per field cost ~20 us a buffer.)"""
+    origin, define_time, last_use, shapes = walk.origin, walk.define_time, walk.last_use, walk.shapes
+    live, post_order = walk.live_out, walk.post_order
+    kinds = set()
+    live_out = False
+    first = values[0]
+    start = stop = define_time[first]
+    order = None
+    size = host = -1  # (the largest sizes of the arrays; -1: none yet)
+    table = None  # (the largest index table's entries; None: no value is one)
+    for v in values:
+        comp, inst, kind = origin[v]
+        kinds.add(kind)
+        if v in live:
+            live_out = True
+        defined = define_time[v]
+        if defined < start:
+            first, start = v, defined
+        used = last_use[v]
+        if used < defined:
+            used = defined
+        if used > stop:
+            stop = used
+        at = post_order.get((comp, inst), 0)
+        if order is None or at < order:
+            order = at
+        shape = shapes[v]
+        if shape is None:
+            if table is None or walk.table_len[v] > table:
+                table = walk.table_len[v]
+        else:
+            if shape.hbm_size_bytes > size:
+                size = shape.hbm_size_bytes
+            if shape.host_size_bytes > host:
+                host = shape.host_size_bytes
     if "parameter" in kinds:
         kind, start, stop = "parameter", 0, end
     elif live_out:
@@ -680,17 +710,13 @@ def _merged_buffer(walk: _Walk, bid: int, values: list[int], end: int, tiled: bo
         kind = "constant"
     else:
         kind = "temp"
-    first = min(values, key=define_time.__getitem__)
-    tables = [walk.table_len[v] for v in values if shapes[v] is None]
+    tables = table is not None
     if tables:
-        size, host, shape = _table_bytes(max(tables), tiled), 0, None
+        size, host, shape = _table_bytes(table, tiled), 0, None
     else:
-        size = max(shapes[v].hbm_size_bytes for v in values)
-        host = max(shapes[v].host_size_bytes for v in values)
         shape = shapes[first]
     comp, inst, _ = origin[first]
-    order = min(walk.post_order.get(origin[v][:2], 0) for v in values)
-    return Buffer(bid, size, host, start, stop, kind, live_out, kind == "parameter" and live_out, bool(tables),
+    return Buffer(bid, size, host, start, stop, kind, live_out, kind == "parameter" and live_out, tables,
                   (comp, inst), shape, post_order=order)
 
 

@@ -156,3 +156,43 @@ def test_sizes_beyond_the_c_range_take_the_python_assigner(assign_run, monkeypat
         assign_run(lv.buffers, {}, {}, True, 2, 1)
     python, c = _both(lv, assign_run, monkeypatch)
     assert c == python == ([], [0, 1], 2 * huge, 1)
+
+
+def test_buffers_of_other_types_read_by_attribute(assign_run) -> None:
+    """The C reader takes a Buffer's fields from its slots, anything else's by attribute lookup: the same
+    answer from Buffers, from plain objects with those attributes, from a mix (slot reads only for the first
+    one's exact type), and from a Buffer subclass whose property shadows a slot (the property wins, as in
+    Python); a Buffer with a field left unset raises AttributeError as reading it in Python would."""
+    rng = random.Random(7)
+    fields = ("id", "size_bytes", "host_bytes", "start", "end", "kind", "live_out", "aliased_parameter",
+              "is_tuple_table", "defined_by", "shape", "share_candidates", "post_order")
+    for _ in range(200):
+        lv = _random_liveness(rng)
+        args = (lv.operand_buffers, lv.copies_of, lv.tiled, len(lv.sequence), 64)
+        want = assign_run(lv.buffers, *args)
+        plain = [SimpleNamespace(**{f: getattr(b, f) for f in fields}) for b in lv.buffers]
+        assert assign_run(plain, *args) == want
+        for first in (0, 1):  # (a Buffer first: slot reads for Buffers only; a plain object first: none)
+            mixed = [b if i % 2 == first else plain[i] for i, b in enumerate(lv.buffers)]
+            assert assign_run(mixed, *args) == want
+
+    class Doubled(Buffer):
+        __slots__ = ()
+
+        @property
+        def size_bytes(self):  # shadows the slot, read through it
+            return 2 * Buffer.size_bytes.__get__(self)
+
+        @size_bytes.setter
+        def size_bytes(self, value):
+            Buffer.size_bytes.__set__(self, value)
+
+    one = [_buffer(0, 48, 0, 1), _buffer(1, 16, 1, 1)]
+    doubled = [one[0], Doubled(*(getattr(one[1], f) for f in fields))]
+    assert assign_run(one, {}, {}, False, 2, 1)[2] == 48 + 16
+    assert assign_run(doubled, {}, {}, False, 2, 1)[2] == 48 + 32
+    assert assign_run([Doubled(*(getattr(one[0], f) for f in fields))], {}, {}, False, 2, 1)[2] == 96
+    unset = _buffer(0, 16, 0, 1)
+    del unset.start
+    with pytest.raises(AttributeError, match="start"):
+        assign_run([unset], {}, {}, False, 2, 64)

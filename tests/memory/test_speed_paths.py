@@ -81,6 +81,60 @@ def test_merged_buffer_spans_its_values():
     assert (b.defined_by, b.post_order) == (("main", "dead"), 93)
 
 
+def _merged_by_definition(walk, bid, values, end, tiled):
+    """The buffer of values sharing memory, each field from its definition (a pass over the values per field):
+    live from the first definition to the last use or definition of any, to ``end`` when one is a parameter or
+    live out; kind parameter > output > constant (all constants) > temp; as large as the largest array, or an
+    index table as large as the largest table when any value is one; shape and name of the first defined."""
+    kinds = {walk.origin[v][2] for v in values}
+    live_out = any(v in walk.live_out for v in values)
+    start = min(walk.define_time[v] for v in values)
+    stop = max(max(walk.last_use[v], walk.define_time[v]) for v in values)
+    if "parameter" in kinds:
+        kind, start, stop = "parameter", 0, end
+    elif live_out:
+        kind, stop = "output", end
+    else:
+        kind = "constant" if kinds == {"constant"} else "temp"
+    first = min(values, key=lambda v: walk.define_time[v])
+    tables = [walk.table_len[v] for v in values if walk.shapes[v] is None]
+    if tables:
+        size, host, shape = liveness._table_bytes(max(tables), tiled), 0, None
+    else:
+        size = max(walk.shapes[v].hbm_size_bytes for v in values)
+        host = max(walk.shapes[v].host_size_bytes for v in values)
+        shape = walk.shapes[first]
+    order = min(walk.post_order.get(walk.origin[v][:2], 0) for v in values)
+    return (bid, size, host, start, stop, kind, live_out, kind == "parameter" and live_out, bool(tables),
+            walk.origin[first][:2], shape, (), order)
+
+
+@pytest.mark.parametrize("tiled", [False, True])
+def test_merged_buffer_equals_its_definition_for_every_set_of_values(tiled):
+    walk, ids = _walk_with_values()
+    values = sorted(ids.values())
+    for mask in range(1, 1 << len(values)):
+        group = [v for k, v in enumerate(values) if mask >> k & 1]
+        got = _buffer_fields(liveness._merged_buffer(walk, 5, group, 40, tiled))
+        assert got == _merged_by_definition(walk, 5, group, 40, tiled), group
+
+
+@pytest.mark.parametrize("path", FIXTURES, ids=lambda p: p.name)
+def test_merged_buffers_of_modules_equal_their_definition(path, monkeypatch):
+    seen = []
+
+    def checked(walk, bid, values, end, tiled):
+        buffer = merged(walk, bid, values, end, tiled)
+        expected = _merged_by_definition(walk, bid, values, end, tiled)
+        seen.append(_buffer_fields(buffer) == expected)  # (share candidates are linked later: () here)
+        return buffer
+
+    merged = liveness._merged_buffer
+    monkeypatch.setattr(liveness, "_merged_buffer", checked)
+    liveness.analyze_liveness(hloscope.parse_hlo(path.read_text()))
+    assert all(seen), f"{seen.count(False)} of {len(seen)} merged buffers differ"
+
+
 def test_groups_are_the_union_find_classes_in_order_of_first_value():
     walk = liveness._Walk(None)
     for _ in range(9):
