@@ -119,6 +119,22 @@ def best_of(fn: Callable[[], object], repeat: int) -> float:
     return best
 
 
+def best_of_interleaved(fns: list[Callable[[], object]], repeat: int) -> list[float]:
+    """``best_of`` of each of ``fns``, their calls taken in turn (``fns[0]``, ``fns[1]``, ..., then again): on a
+    machine whose speed drifts over seconds (a shared host), each row's best is drawn from the same stretches of
+    time, so their ratios compare like with like where back-to-back runs of one row would give one row a quiet
+    stretch and the next a loud one."""
+    best = [float("inf")] * len(fns)
+    for _ in range(repeat):
+        for k, fn in enumerate(fns):
+            gc.collect()
+            t0 = time.perf_counter()
+            result = fn()
+            best[k] = min(best[k], time.perf_counter() - t0)
+            del result
+    return best
+
+
 def _built(module):
     """``module`` with every instruction built (computations hand their bodies over lazily otherwise)."""
     for comp in module.computations:
