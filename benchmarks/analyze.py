@@ -9,7 +9,7 @@ Usage (from the repository root)::
     python benchmarks/analyze.py --cli              # plus `hloscope report FILE --format json` as a process
 
 Rows (all in one process, on the same text; best of ``--repeat`` wall times, the rows' calls taken in turn,
-``parse.best_of_interleaved``):
+``parse.times_interleaved``):
 
 * ``XLA parse``: ``xla_client.hlo.hlo_module_from_text(text)`` -- the yardstick.
 * ``parse``: ``hloscope.parsers.parse_hlo_text(text)``.
@@ -18,11 +18,15 @@ Rows (all in one process, on the same text; best of ``--repeat`` wall times, the
 * ``+ frames``: the same, then ``report.ops`` and ``report.modules`` -- the two DataFrames made of those columns
   (a user who reads the tables pays for them; the JSON, the terminal report and the plugin's baseline do not).
   Issue #16's target is read on this row: analyze with its tables >= 2x.
-* ``ratio`` = XLA's time / hloscope's (above 1: faster than XLA's parse).
+* ``ratio`` = XLA's time / hloscope's (above 1: faster than XLA's parse), of the best times.
+* ``turns a``, ``turns f``: the median over the turns of XLA's time / analyze's (``+ frames``'s) in the same turn
+  (``parse.times_interleaved``): on a host whose speed drifts, the best times of two rows may come from
+  different stretches; a turn's calls run within a second of each other.
 * ``--cli``: ``python -m hloscope report FILE --chip CHIP --format json`` as a child process (best of N), beside
   ``python -c "import hloscope.cli, numpy"`` (interpreter start and the imports a report of HLO text needs: it
   imports no pandas) and XLA's parse again, all taken in turn; target: the report within 1.5x of (XLA parse / 2 +
-  interpreter start), from those turns. The start with
+  interpreter start), from those turns (the best times, and the median over the turns of the report's time over
+  its turn's target). The start with
   pandas (what a report imported until 2026-11-28, and what the target was computed from then) is printed
   beside it. Also ``python -m hloscope memory FILE --chip CHIP --format json`` as a process (no target: it
   parses and walks the module, without costing it).
@@ -52,7 +56,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
-from benchmarks.parse import best_of, best_of_interleaved, generated_module  # noqa: E402
+from benchmarks.parse import best_of, generated_module, times_interleaved  # noqa: E402
 
 #: issue #16's corpus modules (file name endings under the corpus).
 CORPUS_MODULES = [
@@ -119,18 +123,21 @@ def module_rows(paths: list[Path], chip: str, repeat: int, show_stages: bool, cl
     from jax._src.lib import xla_client as xc
 
     print(f"{'module':<44} {'MB':>6} {'XLA parse s':>11} {'parse s':>8} {'ratio':>6} {'analyze s':>9} {'ratio':>6} "
-          f"{'+ frames s':>10} {'ratio':>6}")
+          f"{'+ frames s':>10} {'ratio':>6} {'turns a':>8} {'turns f':>8}")
     for path in paths:
         text = path.read_text()
         xc.hlo.hlo_module_from_text(text)
         _with_frames(hloscope.analyze(text, chip=chip))  # warm-up (imports, first calls)
-        xla, parse, analyze, framed = best_of_interleaved([
+        turns = times_interleaved([
             lambda: xc.hlo.hlo_module_from_text(text), lambda: parse_hlo_text(text),
             lambda: hloscope.analyze(text, chip=chip), lambda: _with_frames(hloscope.analyze(text, chip=chip))],
             repeat)
+        xla, parse, analyze, framed = map(min, turns)
+        in_turn = [statistics.median(x / t for x, t in zip(turns[0], row)) for row in turns[2:]]
         name = path.name.split("__")[-1][:44]
         print(f"{name:<44} {len(text) / 1e6:6.2f} {xla:11.3f} {parse:8.3f} {xla / parse:5.2f}x {analyze:9.3f} "
-              f"{xla / analyze:5.2f}x {framed:10.3f} {xla / framed:5.2f}x", flush=True)
+              f"{xla / analyze:5.2f}x {framed:10.3f} {xla / framed:5.2f}x {in_turn[0]:7.2f}x {in_turn[1]:7.2f}x",
+              flush=True)
         if show_stages:
             s = stages(text, chip)
             print("    " + ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in s.items()), flush=True)
@@ -139,18 +146,19 @@ def module_rows(paths: list[Path], chip: str, repeat: int, show_stages: bool, cl
                         [sys.executable, "-c", "import hloscope.cli, pandas"],
                         [sys.executable, "-m", "hloscope", "report", str(path), "--chip", chip, "--format", "json"],
                         [sys.executable, "-m", "hloscope", "memory", str(path), "--chip", chip, "--format", "json"]]
-            xla, start, with_pandas, report, memory = _with_processes(lambda: xc.hlo.hlo_module_from_text(text),
-                                                                      commands, repeat)
+            times = _with_processes(lambda: xc.hlo.hlo_module_from_text(text), commands, repeat)
+            xla, start, with_pandas, report, memory = map(min, times)
+            in_turn = statistics.median(r / (1.5 * (x / 2 + s)) for x, s, r in zip(times[0], times[1], times[3]))
             print(f"    report --format json (process) {report:.3f} s; interpreter + imports {start:.3f} s "
                   f"(with pandas {with_pandas:.3f} s); XLA parse in the same turns {xla:.3f} s; target <= 1.5 x "
                   f"({xla / 2:.3f} + {start:.3f}) = {1.5 * (xla / 2 + start):.3f} s (with pandas' start "
-                  f"{1.5 * (xla / 2 + with_pandas):.3f} s); memory --format json (process, no target) {memory:.3f} s",
-                  flush=True)
+                  f"{1.5 * (xla / 2 + with_pandas):.3f} s); median over the turns of report / its turn's target "
+                  f"{in_turn:.2f}; memory --format json (process, no target) {memory:.3f} s", flush=True)
 
 
-def _with_processes(xla_parse: Callable[[], object], commands: list[list[str]], repeat: int) -> list[float]:
-    """Best wall times of ``xla_parse()`` in this process and of each command as a child process, taken in turn
-    (``best_of_interleaved``), after one untimed run of each command. The child may write bytecode caches
+def _with_processes(xla_parse: Callable[[], object], commands: list[list[str]], repeat: int) -> list[list[float]]:
+    """Wall times of ``xla_parse()`` in this process and of each command as a child process, taken in turn
+    (``times_interleaved``), after one untimed run of each command. The child may write bytecode caches
     (``PYTHONDONTWRITEBYTECODE`` dropped from its environment): with it set, as in some sandboxes, every module
     edited since its cache was written is compiled again at every start, which no user's install does."""
     if not stat.S_ISCHR(os.stat(os.devnull).st_mode):  # (a report's tens of MB would be written to a file)
@@ -163,7 +171,7 @@ def _with_processes(xla_parse: Callable[[], object], commands: list[list[str]], 
 
     for cmd in commands:
         process(cmd)()
-    return best_of_interleaved([xla_parse, *map(process, commands)], repeat)
+    return times_interleaved([xla_parse, *map(process, commands)], repeat)
 
 
 def small_modules(corpus: Path, chip: str, repeat: int) -> None:

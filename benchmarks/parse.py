@@ -119,20 +119,20 @@ def best_of(fn: Callable[[], object], repeat: int) -> float:
     return best
 
 
-def best_of_interleaved(fns: list[Callable[[], object]], repeat: int) -> list[float]:
-    """``best_of`` of each of ``fns``, their calls taken in turn (``fns[0]``, ``fns[1]``, ..., then again): on a
-    machine whose speed drifts over seconds (a shared host), each row's best is drawn from the same stretches of
-    time, so their ratios compare like with like where back-to-back runs of one row would give one row a quiet
-    stretch and the next a loud one."""
-    best = [float("inf")] * len(fns)
+def times_interleaved(fns: list[Callable[[], object]], repeat: int) -> list[list[float]]:
+    """Wall times of ``repeat`` calls of each of ``fns``, taken in turn (``fns[0]``, ``fns[1]``, ..., then again),
+    as ``best_of`` times one call: ``out[k][turn]``. On a machine whose speed drifts over seconds (a shared host),
+    the calls of one turn run in the same stretch of time, so ratios within a turn compare like with like where
+    back-to-back runs of one row would give one row a quiet stretch and the next a loud one."""
+    out: list[list[float]] = [[] for _ in fns]
     for _ in range(repeat):
         for k, fn in enumerate(fns):
             gc.collect()
             t0 = time.perf_counter()
             result = fn()
-            best[k] = min(best[k], time.perf_counter() - t0)
+            out[k].append(time.perf_counter() - t0)
             del result
-    return best
+    return out
 
 
 def _built(module):
