@@ -240,13 +240,35 @@ def parse_shape(text: str) -> Shape:
     text = text.strip()
     if "/" in text:
         text = _COMMENT.sub("", text)
-    if text.startswith("(") and _FLAT_TUPLE.fullmatch(text):  # (a loop state: hundreds of arrays, one pass)
-        return Shape("tuple", tuple_shapes=tuple([_array_shape(m.group()) for m in
-                                                  ARRAY_SHAPE_LOOSE.finditer(text, 1, len(text) - 1)]))
+    if text.startswith("("):
+        items = _printed_items(text)
+        if items is not None or _FLAT_TUPLE.fullmatch(text):  # (a loop state: hundreds of arrays, one pass)
+            if items is None:
+                items = [_array_shape(m.group()) for m in ARRAY_SHAPE_LOOSE.finditer(text, 1, len(text) - 1)]
+            return Shape("tuple", tuple_shapes=tuple(items))
     shape, pos = _shape_at(text, 0)
     if text[pos:].strip():
         raise ValueError(f"unexpected {text[pos:pos + 20]!r} after shape")
     return shape
+
+
+def _printed_items(text: str) -> list[Shape] | None:
+    """The array shapes of a flat tuple printed as XLA prints one -- ``(`` item ``, `` item ... ``)``, each item
+    exactly one ``ARRAY_SHAPE_LOOSE`` match -- else None. What ``_FLAT_TUPLE`` and ``finditer`` give for such a
+    text (an item's match cannot run on into the ``,`` that follows it), by one ``split`` and a match per distinct
+    item instead of a pattern over the whole text: a loop state repeats a few item texts (the corpus's mixtral
+    module: 977 items, 11 distinct, 24.6 kB; 2.1 -> 0.6 ms with the tuple's ``Shape``). Items XLA never prints
+    (a ", " inside brackets, other white space, a nested tuple) give None: ``_FLAT_TUPLE`` decides those."""
+    if not text.endswith(")"):
+        return None
+    items = text[1:-1].split(", ")
+    shapes = dict.fromkeys(items)
+    fullmatch = ARRAY_SHAPE_LOOSE.fullmatch
+    for item in shapes:
+        if fullmatch(item) is None:
+            return None
+        shapes[item] = _array_shape(item)
+    return list(map(shapes.__getitem__, items))
 
 
 #: A tuple of one or more array shapes and nothing else: the items ``_shape_at`` reads one by one, matched in one
