@@ -108,22 +108,16 @@ def best_of(fn: Callable[[], object], repeat: int) -> float:
     parser pauses it itself while it builds the module). The clock stops when ``fn`` returns its result, before
     the result is freed: freeing is not parsing, and it falls unevenly (XLA's module is freed at once, ~0.15 s
     on the default module; hloscope's, which holds reference cycles, by the collector later). Garbage of the
-    previous call is collected before the next."""
-    best = float("inf")
-    for _ in range(repeat):
-        gc.collect()
-        t0 = time.perf_counter()
-        result = fn()
-        best = min(best, time.perf_counter() - t0)
-        del result
-    return best
+    previous call is collected before the next (``times_interleaved`` of one function)."""
+    return min(times_interleaved([fn], repeat)[0])
 
 
 def times_interleaved(fns: list[Callable[[], object]], repeat: int) -> list[list[float]]:
     """Wall times of ``repeat`` calls of each of ``fns``, taken in turn (``fns[0]``, ``fns[1]``, ..., then again),
-    as ``best_of`` times one call: ``out[k][turn]``. On a machine whose speed drifts over seconds (a shared host),
-    the calls of one turn run in the same stretch of time, so ratios within a turn compare like with like where
-    back-to-back runs of one row would give one row a quiet stretch and the next a loud one."""
+    each timed as ``best_of`` says (garbage collected before, the result freed after the clock): ``out[k][turn]``.
+    On a machine whose speed drifts over seconds (a shared host), the calls of one turn run in the same stretch
+    of time, so ratios within a turn compare like with like where back-to-back runs of one row would give one row
+    a quiet stretch and the next a loud one."""
     out: list[list[float]] = [[] for _ in fns]
     for _ in range(repeat):
         for k, fn in enumerate(fns):

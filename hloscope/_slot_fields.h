@@ -4,7 +4,8 @@
  * to the generic one: for an instance of such a type, ``obj.name`` is the object in the slot whose member
  * descriptor the type's attribute ``name`` is (NULL there: unset, AttributeError). Reading the slot skips the
  * lookup of the name in the type's dictionaries that PyObject_GetAttr makes each time (~160 instructions a read).
- * Included by hloscope/memory/_buffer_assign.c and hloscope/memory/_liveness_walk.c (setup.py: ``depends``). */
+ * Included by hloscope/memory/_buffer_assign.c and hloscope/memory/_liveness_walk.c (setup.py: ``depends``); the
+ * latter also writes a new Buffer's slots at the offsets found here (``make_buffers``). */
 
 #ifndef HLOSCOPE_SLOT_FIELDS_H
 #define HLOSCOPE_SLOT_FIELDS_H
@@ -14,8 +15,8 @@
 #include <structmember.h>
 
 /* The slot offsets of the n fields names[k] of instances of type into offsets: 1, or 0 (no error set) when the
- * type's attribute access is not the generic one or a field is not an object slot of it (a property, a class
- * attribute, missing). */
+ * type's attribute access is not the generic one or a field is not a settable object slot of it (a property, a
+ * class attribute, missing; ``__slots__`` members are all settable, so a reader and a writer ask the same). */
 static int slot_offsets(PyTypeObject *type, PyObject *const *names, int n, Py_ssize_t *offsets) {
     int k;
     if (type->tp_getattro != PyObject_GenericGetAttr) {
@@ -28,9 +29,11 @@ static int slot_offsets(PyTypeObject *type, PyObject *const *names, int n, Py_ss
             PyErr_Clear();
             return 0;
         }
-        slot = Py_TYPE(descr) == &PyMemberDescr_Type && ((PyMemberDescrObject *)descr)->d_member->type == T_OBJECT_EX;
+        slot = Py_TYPE(descr) == &PyMemberDescr_Type;
         if (slot) {
-            offsets[k] = ((PyMemberDescrObject *)descr)->d_member->offset;
+            PyMemberDef *member = ((PyMemberDescrObject *)descr)->d_member;
+            slot = member->type == T_OBJECT_EX && !(member->flags & READONLY);
+            offsets[k] = member->offset;
         }
         Py_DECREF(descr);
         if (!slot) {

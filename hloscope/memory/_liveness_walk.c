@@ -288,14 +288,17 @@ done:
  * the union-find over walk.parent, in the order of each one's smallest value, are the buffers; a class of one
  * value v gets the buffer ``_single_buffer(walk, bid, v, end, tiled)`` makes, a larger class what
  * ``merged(walk, bid, values, end, tiled)`` returns (values ascending). A buffer is built straight into its slots
- * when buffer_type's __slots__ are BUFFER_SLOT_NAMES, object slots each (a dataclass(slots=True) with no
- * __post_init__: what its __init__ would store), else by calling buffer_type with the thirteen values. */
+ * when buffer_type's __slots__ are BUFFER_SLOT_TEXTS, settable object slots each (hloscope.memory.liveness.Buffer,
+ * whose __init__ stores its arguments as they are: what it would store), else by calling buffer_type with the
+ * thirteen values. */
 #define BUFFER_SLOTS 13
-static const char *const BUFFER_SLOT_NAMES[BUFFER_SLOTS] = {
+static const char *const BUFFER_SLOT_TEXTS[BUFFER_SLOTS] = {
     "id", "size_bytes", "host_bytes", "start", "end", "kind", "live_out", "aliased_parameter", "is_tuple_table",
     "defined_by", "shape", "share_candidates", "post_order"};
+static PyObject *BUFFER_SLOT_NAMES[BUFFER_SLOTS]; /* (interned at import) */
 
-/* The slot offsets of cls in ``offsets`` (1), or 0 (no error set) when cls is not built that way. */
+/* The slot offsets of cls in ``offsets`` (1), or 0 (no error set) when cls is not built that way: no instance
+ * dict or items, no __post_init__, exactly these slots (../_slot_fields.h ``slot_offsets``). */
 static int buffer_slots(PyObject *cls, Py_ssize_t *offsets) {
     PyTypeObject *type = (PyTypeObject *)cls;
     PyObject *declared, *post_init;
@@ -320,25 +323,7 @@ static int buffer_slots(PyObject *cls, Py_ssize_t *offsets) {
         PyErr_Clear();
         return 0;
     }
-    for (k = 0; k < BUFFER_SLOTS; k++) {
-        PyObject *descr = PyObject_GetAttrString(cls, BUFFER_SLOT_NAMES[k]);
-        int usable;
-        if (descr == NULL) {
-            PyErr_Clear();
-            return 0;
-        }
-        usable = Py_TYPE(descr) == &PyMemberDescr_Type;
-        if (usable) {
-            PyMemberDef *member = ((PyMemberDescrObject *)descr)->d_member;
-            usable = member->type == T_OBJECT_EX && !(member->flags & READONLY);
-            offsets[k] = member->offset;
-        }
-        Py_DECREF(descr);
-        if (!usable) {
-            return 0;
-        }
-    }
-    return 1;
+    return slot_offsets(type, BUFFER_SLOT_NAMES, BUFFER_SLOTS, offsets);
 }
 
 /* A buffer holding ``values`` (BUFFER_SLOTS of them, borrowed): into the slots at ``offsets`` when given, else by
@@ -860,6 +845,7 @@ static int intern(PyObject **slot, const char *text) {
 }
 
 PyMODINIT_FUNC PyInit__liveness_walk(void) {
+    int k;
     if (intern(&s_parent, "parent") < 0 || intern(&s_define_time, "define_time") < 0 ||
         intern(&s_last_use, "last_use") < 0 || intern(&s_shapes, "shapes") < 0 ||
         intern(&s_table_len, "table_len") < 0 || intern(&s_origin, "origin") < 0 || intern(&s_share, "share") < 0 ||
@@ -873,6 +859,11 @@ PyMODINIT_FUNC PyInit__liveness_walk(void) {
         intern(&s_output, "output") < 0 || intern(&s_start, "start") < 0 || intern(&s_end, "end") < 0 ||
         intern(&s_share_candidates, "share_candidates") < 0) {
         return NULL;
+    }
+    for (k = 0; k < BUFFER_SLOTS; k++) {
+        if (intern(&BUFFER_SLOT_NAMES[k], BUFFER_SLOT_TEXTS[k]) < 0) {
+            return NULL;
+        }
     }
     s_empty = PyTuple_New(0);
     if (s_empty == NULL) {
