@@ -137,25 +137,36 @@ static inline PyObject *id_of(void *p) {
     return made;
 }
 
-/* id(shape) of each of inst's operands (``HloComputation.shape_of``: shapes[index[name]]) into the items of out
- * from ``at`` on (out: a new tuple with room for them): 1, 0 when an operand is not in index (or the operands
- * are not a tuple), -1 on error. */
+/* The shape of the operand named name, shapes[index[name]] (``HloComputation.shape_of``), into *shape (borrowed):
+ * 1, 0 when index has no such name or its number is not an index of shapes, -1 on error. */
+static inline int operand_shape(PyObject *index, PyObject *shapes, PyObject *name, PyObject **shape) {
+    PyObject *i = PyDict_GetItemWithError(index, name);
+    Py_ssize_t j;
+    if (i == NULL) {
+        return PyErr_Occurred() ? -1 : 0;
+    }
+    j = PyLong_AsSsize_t(i);
+    if (j == -1 && PyErr_Occurred()) {
+        return -1;
+    }
+    if (j < 0 || j >= PyTuple_GET_SIZE(shapes)) {
+        return 0;
+    }
+    *shape = PyTuple_GET_ITEM(shapes, j);
+    return 1;
+}
+
+/* id(shape) of each of inst's operands (operand_shape) into the items of out from ``at`` on (out: a new tuple with
+ * room for them): 1, 0 when an operand is not in index (or the operands are not a tuple), -1 on error. */
 static int operand_shape_ids(PyObject *operands, PyObject *index, PyObject *shapes, PyObject *out, Py_ssize_t at) {
     Py_ssize_t k, n = PyTuple_GET_SIZE(operands);
     for (k = 0; k < n; k++) {
-        PyObject *i = PyDict_GetItemWithError(index, PyTuple_GET_ITEM(operands, k)), *item;
-        Py_ssize_t j;
-        if (i == NULL) {
-            return PyErr_Occurred() ? -1 : 0;
+        PyObject *shape, *item;
+        int r = operand_shape(index, shapes, PyTuple_GET_ITEM(operands, k), &shape);
+        if (r <= 0) {
+            return r;
         }
-        j = PyLong_AsSsize_t(i);
-        if (j == -1 && PyErr_Occurred()) {
-            return -1;
-        }
-        if (j < 0 || j >= PyTuple_GET_SIZE(shapes)) {
-            return 0;
-        }
-        item = id_of(PyTuple_GET_ITEM(shapes, j));
+        item = id_of(shape);
         if (item == NULL) {
             return -1;
         }
@@ -193,6 +204,171 @@ static PyObject *shape_key(PyObject *opcode, PyObject *inst, PyObject *index, Py
     if (r <= 0) {
         Py_DECREF(key);
         return r < 0 ? NULL : Py_None;
+    }
+    return key;
+}
+
+/* ---- by_shapes' answers kept by the key's addresses ---------------------------------------------------------
+ *
+ * A shape key's items are an opcode string and the ids of shapes: the objects' addresses name it. Once by_shapes
+ * has answered a key, SHAPE_ANSWERS answers it again from those addresses (a hash of a few words, a compare of
+ * them) instead of a new key tuple, its hash (tuplehash over its items) and the dict's compare with the key it
+ * holds: ~380 instructions a row before, on the 29,000 shape-keyed rows of the corpus's gemma4 walk.
+ *
+ * Its entries are made from the dict's own answers and stand for that dict alone (``owner``, held by a strong
+ * reference so that no other dict is made at its address while they stand; another dict empties the table):
+ * the walk only adds keys to by_shapes and stores a key's cost once (``_Analyzer.visit``), so an entry stays the
+ * dict's answer. The shapes whose addresses an entry holds live as long as that walk's module, as they must for
+ * the ids in the dict's keys. An opcode equal to an entry's but another string object finds no entry: the dict
+ * answers it, and an entry is made for that object too. Keys of more than PTR_KEY_MAX items go to the dict only.
+ * (The attribute keys were tried the same way, by their bare text's object, and found nothing again: a text names
+ * its own called computations, which the key masks.) */
+#define PTR_KEY_MAX 16
+
+typedef struct {
+    Py_ssize_t n;                   /* items of the key; 0: an empty slot */
+    size_t hash;
+    const void *items[PTR_KEY_MAX]; /* (shape_pointers) */
+    PyObject *cost;                 /* (strong) */
+} PtrEntry;
+
+typedef struct {
+    PyObject *owner; /* the memo dict the entries answer for (strong), or NULL */
+    PtrEntry *slots;
+    size_t mask, used;
+} PtrTable;
+
+/* by_shapes' answers. */
+static PtrTable SHAPE_ANSWERS = {NULL, NULL, 0, 0};
+
+static size_t ptr_hash(const void *const *items, Py_ssize_t n) {
+    size_t h = (size_t)n;
+    Py_ssize_t k;
+    for (k = 0; k < n; k++) {
+        h = (h ^ ((uintptr_t)items[k] >> 4)) * 0x9E3779B97F4A7C15ULL;
+    }
+    return h ^ (h >> 29);
+}
+
+static void ptr_table_clear(PtrTable *t) {
+    size_t k;
+    for (k = 0; t->slots != NULL && k <= t->mask; k++) {
+        Py_XDECREF(t->slots[k].cost);
+    }
+    PyMem_Free(t->slots);
+    t->slots = NULL;
+    t->mask = t->used = 0;
+}
+
+/* The slot of the key (items, n, h): the entry holding it, else the empty slot where it would go. */
+static PtrEntry *ptr_slot(PtrEntry *slots, size_t mask, const void *const *items, Py_ssize_t n, size_t h) {
+    size_t at = h & mask;
+    for (;; at = (at + 1) & mask) {
+        PtrEntry *e = &slots[at];
+        if (e->n == 0 || (e->hash == h && e->n == n && memcmp(e->items, items, (size_t)n * sizeof(void *)) == 0)) {
+            return e;
+        }
+    }
+}
+
+/* The cost memo gave for the key (borrowed), or NULL: none kept (never an error). */
+static PyObject *ptr_find(PtrTable *t, PyObject *memo, const void *const *items, Py_ssize_t n, size_t h) {
+    if (memo != t->owner || t->slots == NULL) {
+        return NULL;
+    }
+    return ptr_slot(t->slots, t->mask, items, n, h)->cost;
+}
+
+/* Keep memo's answer cost for the key: 0, or -1 with MemoryError. */
+static int ptr_keep(PtrTable *t, PyObject *memo, const void *const *items, Py_ssize_t n, size_t h, PyObject *cost) {
+    PtrEntry *e;
+    if (memo != t->owner) {
+        ptr_table_clear(t);
+        Py_INCREF(memo);
+        Py_XSETREF(t->owner, memo);
+    }
+    if (t->slots == NULL || 2 * (t->used + 1) > t->mask + 1) { /* (kept at most half full) */
+        size_t size = t->slots == NULL ? 256 : 2 * (t->mask + 1), k;
+        PtrEntry *grown = PyMem_Calloc(size, sizeof(PtrEntry));
+        if (grown == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        for (k = 0; t->slots != NULL && k <= t->mask; k++) {
+            if (t->slots[k].n != 0) {
+                *ptr_slot(grown, size - 1, t->slots[k].items, t->slots[k].n, t->slots[k].hash) = t->slots[k];
+            }
+        }
+        PyMem_Free(t->slots);
+        t->slots = grown;
+        t->mask = size - 1;
+    }
+    e = ptr_slot(t->slots, t->mask, items, n, h);
+    if (e->n == 0) {
+        e->n = n;
+        e->hash = h;
+        memcpy(e->items, items, (size_t)n * sizeof(void *));
+        Py_INCREF(cost);
+        e->cost = cost;
+        t->used++;
+    }
+    return 0;
+}
+
+/* The items of inst's shape key as addresses: items[0] the opcode, items[1] the result shape, then each operand's
+ * shape (shapes[index[name]]); *n their number. 1; 0 when the key cannot be made (operands not a tuple, an operand
+ * not in index: shape_key's None); 2 when it has more than PTR_KEY_MAX items; -1 on error. */
+static int shape_pointers(PyObject *opcode, PyObject *inst, PyObject *index, PyObject *shapes, const void **items,
+                          Py_ssize_t *n) {
+    PyObject *operands = get_slot(inst, SLOT_OPERANDS), *shape;
+    Py_ssize_t k, m;
+    int result = 1;
+    if (operands == NULL) {
+        return -1;
+    }
+    if (!PyTuple_Check(operands)) {
+        Py_DECREF(operands);
+        return 0;
+    }
+    m = PyTuple_GET_SIZE(operands);
+    if (m + 2 > PTR_KEY_MAX) {
+        Py_DECREF(operands);
+        return 2;
+    }
+    shape = get_slot(inst, SLOT_SHAPE);
+    if (shape == NULL) {
+        Py_DECREF(operands);
+        return -1;
+    }
+    items[0] = opcode;
+    items[1] = shape;
+    Py_DECREF(shape); /* (the instruction keeps it alive) */
+    for (k = 0; k < m && result == 1; k++) {
+        PyObject *operand = NULL;
+        result = operand_shape(index, shapes, PyTuple_GET_ITEM(operands, k), &operand);
+        items[2 + k] = operand;
+    }
+    Py_DECREF(operands);
+    *n = m + 2;
+    return result;
+}
+
+/* The tuple key (opcode, id(shape), id(operand shape), ...) of shape_pointers' items (new reference). */
+static PyObject *key_of_pointers(PyObject *opcode, const void *const *items, Py_ssize_t n) {
+    PyObject *key = PyTuple_New(n);
+    Py_ssize_t k;
+    if (key == NULL) {
+        return NULL;
+    }
+    Py_INCREF(opcode);
+    PyTuple_SET_ITEM(key, 0, opcode);
+    for (k = 1; k < n; k++) {
+        PyObject *item = id_of((void *)items[k]);
+        if (item == NULL) {
+            Py_DECREF(key);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(key, k, item);
     }
     return key;
 }
@@ -552,14 +728,32 @@ static PyObject *shared_rows(PyObject *self, PyObject *const *args, Py_ssize_t n
     n = PySequence_Fast_GET_SIZE(insts);
     for (i = start < 0 ? 0 : start; i < n; i++) {
         PyObject *inst = PySequence_Fast_GET_ITEM(insts, i), *opcode, *key, *cost, *memo = by_shapes;
-        int r;
+        const void *items[PTR_KEY_MAX];
+        Py_ssize_t n_items = 0;
+        size_t hash = 0;
+        int r, remember = 0;
         opcode = get_slot(inst, SLOT_OPCODE);
         if (opcode == NULL) {
             return NULL;
         }
         r = PySet_Contains(ruled, opcode);
         if (r > 0) {
-            key = shape_key(opcode, inst, index, shapes);
+            int made = shape_pointers(opcode, inst, index, shapes, items, &n_items);
+            if (made == 1) {
+                hash = ptr_hash(items, n_items);
+                cost = ptr_find(&SHAPE_ANSWERS, by_shapes, items, n_items, hash);
+                if (cost != NULL) { /* (by_shapes answered this key before) */
+                    Py_DECREF(opcode);
+                    if (append_row(cost_row, computation, inst, cost, count, out) < 0) {
+                        return NULL;
+                    }
+                    continue;
+                }
+                key = key_of_pointers(opcode, items, n_items);
+                remember = 1;
+            } else {
+                key = made == 2 ? shape_key(opcode, inst, index, shapes) : made == 0 ? Py_None : NULL;
+            }
         } else if (r == 0 && keyed != NULL) {
             r = PySet_Contains(PyTuple_GET_ITEM(keyed, 0), opcode);
             if (r > 0) { /* (a free opcode: its rule's cost, ZERO) */
@@ -605,6 +799,9 @@ static PyObject *shared_rows(PyObject *self, PyObject *const *args, Py_ssize_t n
                 return NULL;
             }
             break;
+        }
+        if (remember && ptr_keep(&SHAPE_ANSWERS, by_shapes, items, n_items, hash, cost) < 0) {
+            return NULL;
         }
         if (append_row(cost_row, computation, inst, cost, count, out) < 0) {
             return NULL;

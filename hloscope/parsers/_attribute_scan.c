@@ -560,11 +560,25 @@ static Py_ssize_t find_text(PyObject *text, PyObject *key) {
     return PyUnicode_Find(text, key, 0, PY_SSIZE_T_MAX, 1);
 }
 
+/* Append row i to *left (the rows metadata_column leaves unread; made on the first): 0, or -1 on error. */
+static int left_unread(PyObject **left, Py_ssize_t i) {
+    PyObject *at;
+    int r;
+    if (*left == NULL && (*left = PyList_New(0)) == NULL) {
+        return -1;
+    }
+    at = PyLong_FromSsize_t(i);
+    r = at == NULL ? -1 : PyList_Append(*left, at);
+    Py_XDECREF(at);
+    return r;
+}
+
 /* metadata_column(insts, by_text, by_value, frames, metadata_type, make, unread[, decoder]) -> list
  *                  | (list, rows left unread) | None
  *
  * With ``decoder``: None when a row's ``_decoder`` is not that object (rows of several parses: the caller reads
- * each row's property), else the list and how many of its rows are ``unread``.
+ * each row's property), else the list and the indices of its rows that are ``unread``, in order (a module's
+ * ops table leaves one to three of its 15,000-30,000 rows: a scan of the list for them cost more than the rows).
  *
  * Decoder.metadata_column's reading, one pass over the instructions: an empty attribute text has no metadata
  * (None); an instruction already decoded (its _decoded not None) gets unread (the caller asks the property); a
@@ -578,7 +592,8 @@ static PyObject *metadata_column(PyObject *self, PyObject *const *args, Py_ssize
              *s_decoded = NULL;
     PyObject *decoder = nargs == 8 ? args[7] : NULL, *s_decoder = NULL;
     PyTypeObject *type, *inst_type = NULL;
-    Py_ssize_t n, i, text_offset = 0, decoded_offset = 0, decoder_offset = 0, unread_rows = 0;
+    Py_ssize_t n, i, text_offset = 0, decoded_offset = 0, decoder_offset = 0;
+    PyObject *left = NULL; /* (the rows left unread, by index: made at the first) */
     (void)self;
     if ((nargs != 7 && nargs != 8) || !PyList_Check(args[0]) || !PyDict_Check(args[1]) || !PyDict_Check(args[2])
         || !PyDict_Check(args[3]) || !PyType_Check(args[4])
@@ -637,7 +652,9 @@ static PyObject *metadata_column(PyObject *self, PyObject *const *args, Py_ssize
             Py_DECREF(text);
             Py_INCREF(unread);
             PyList_SET_ITEM(out, i, unread);
-            unread_rows++;
+            if (left_unread(&left, i) < 0) {
+                goto fail;
+            }
             continue;
         }
         if (PyUnicode_GET_LENGTH(text) == 0) {
@@ -656,7 +673,9 @@ static PyObject *metadata_column(PyObject *self, PyObject *const *args, Py_ssize
             Py_DECREF(text);
             Py_INCREF(unread);
             PyList_SET_ITEM(out, i, unread);
-            unread_rows++;
+            if (left_unread(&left, i) < 0) {
+                goto fail;
+            }
             continue;
         }
         {   /* No "metadata" in the text: no metadata (read_value's first answer), without hashing the text or
@@ -715,7 +734,9 @@ static PyObject *metadata_column(PyObject *self, PyObject *const *args, Py_ssize
             Py_DECREF(text);
             Py_INCREF(unread);
             PyList_SET_ITEM(out, i, unread);
-            unread_rows++;
+            if (left_unread(&left, i) < 0) {
+                goto fail;
+            }
             continue;
         }
         if (PyDict_SetItem(by_text, text, md) < 0) {
@@ -726,10 +747,12 @@ static PyObject *metadata_column(PyObject *self, PyObject *const *args, Py_ssize
         Py_DECREF(text);
         PyList_SET_ITEM(out, i, md);
     }
-    if (decoder != NULL) { /* (with the decoder: the column and how many rows it left unread) */
-        PyObject *pair = Py_BuildValue("(Nn)", out, unread_rows);
+    if (decoder != NULL) { /* (with the decoder: the column and the rows it left unread) */
+        PyObject *pair = left != NULL ? Py_BuildValue("(NN)", out, left) : Py_BuildValue("(N[])", out);
+        left = NULL;
         out = pair;
     }
+    Py_XDECREF(left);
 finish:
     Py_DECREF(key);
     Py_DECREF(s_text);
@@ -743,6 +766,7 @@ fail:
     Py_XDECREF(s_decoded);
     Py_XDECREF(s_decoder);
     Py_XDECREF(inst_type);
+    Py_XDECREF(left);
     Py_DECREF(out);
     return NULL;
 }
@@ -826,10 +850,10 @@ static struct PyModuleDef module = {
 };
 
 /* ABI: the interface version (hloscope._compiled.ABI): 1 since metadata_column takes the decoder (then checks every
- * row's and gives the count of rows left unread). */
+ * row's and gives the count of rows left unread); 2 since it gives those rows' indices instead of their count. */
 PyMODINIT_FUNC PyInit__attribute_scan(void) {
     PyObject *m = PyModule_Create(&module);
-    if (m != NULL && PyModule_AddIntConstant(m, "ABI", 1) < 0) {
+    if (m != NULL && PyModule_AddIntConstant(m, "ABI", 2) < 0) {
         Py_CLEAR(m);
     }
     return m;

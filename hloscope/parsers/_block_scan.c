@@ -673,10 +673,13 @@ typedef struct {
     size_t mask;       /* slots - 1 (slots: a power of two, at least twice the rows) */
     Py_ssize_t *slots; /* row index + 1 of each slot, 0 when empty */
     int duplicate;     /* some name is the name of two rows */
+    char *built;       /* 1 for each row build_range built (with this table), 0 for those Python's loop built */
 } NameTable;
 
 /* The name (group 2) of row i of t's rows (borrowed). */
 #define ROW_NAME(t, i) PyTuple_GET_ITEM(PyList_GET_ITEM((t)->rows, (i)), 2)
+
+static void name_table_free(NameTable *t);
 
 /* The slot of the name [p, p + len): the one holding a row of that name, else the empty one where it would go. */
 static size_t name_slot(const NameTable *t, const Py_UCS1 *p, Py_ssize_t len) {
@@ -699,7 +702,9 @@ static int name_table_build(NameTable *t, PyObject *rows) {
         slots <<= 1;
     }
     t->slots = PyMem_Calloc(slots, sizeof(Py_ssize_t));
-    if (t->slots == NULL) {
+    t->built = PyMem_Calloc((size_t)n + 1, 1);
+    if (t->slots == NULL || t->built == NULL) {
+        name_table_free(t);
         PyErr_NoMemory();
         return -1;
     }
@@ -719,8 +724,17 @@ static int name_table_build(NameTable *t, PyObject *rows) {
 
 static void name_table_free(NameTable *t) {
     PyMem_Free(t->slots);
+    PyMem_Free(t->built);
     t->slots = NULL;
+    t->built = NULL;
     t->rows = NULL;
+}
+
+/* Mark rows [start, stop) of t as built by build_range. */
+static void name_table_built(const NameTable *t, Py_ssize_t start, Py_ssize_t stop) {
+    if (t != NULL && t->built != NULL && start < stop) {
+        memset(t->built + start, 1, (size_t)(stop - start));
+    }
 }
 
 /* The table of the body read_one is building (NULL outside it): build_rows, called back from Python's loop for
@@ -729,7 +743,7 @@ static const NameTable *ACTIVE_NAMES = NULL;
 
 /* The operand names row_name made as new strings -- no table, or no row of that name -- since read_one set it to
  * 0: while it stays 0 and the table holds no name twice, every operand of the rows built in C is the name of a
- * row of the body, and body_checks need not look (``proven``). */
+ * row of the body, and body_checks need not look at them. */
 static Py_ssize_t NAME_MISSES = 0;
 
 /* text[a:b] (new reference): the name object of the row of t with those characters, when there is one. */
@@ -1349,6 +1363,7 @@ static Py_ssize_t build_range(PyObject *rows, Py_ssize_t start, Py_ssize_t line,
 
 static PyObject *build_rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     Py_ssize_t start, line, i;
+    const NameTable *names;
     (void)self;
     if (nargs != 14 || !PyList_Check(args[0]) || !PyDict_Check(args[3]) || !PyAnySet_Check(args[4])
         || !PyAnySet_Check(args[5]) || !PyList_Check(args[8]) || !PyList_Check(args[10]) || !PyList_Check(args[11])
@@ -1367,10 +1382,14 @@ static PyObject *build_rows(PyObject *self, PyObject *const *args, Py_ssize_t na
     if ((start == -1 || line == -1) && PyErr_Occurred()) {
         return NULL;
     }
+    names = ACTIVE_NAMES != NULL && ACTIVE_NAMES->rows == args[0] ? ACTIVE_NAMES : NULL;
     i = build_range(args[0], start, line, args[3], args[4], args[5], args[6], args[7], args[8], args[9], args[10],
-                    args[11], args[12], args[13],
-                    ACTIVE_NAMES != NULL && ACTIVE_NAMES->rows == args[0] ? ACTIVE_NAMES : NULL);
-    return i < 0 ? NULL : PyLong_FromSsize_t(i);
+                    args[11], args[12], args[13], names);
+    if (i < 0) {
+        return NULL;
+    }
+    name_table_built(names, start, i);
+    return PyLong_FromSsize_t(i);
 }
 
 /* ---- read_computations: whole computations as XLA prints them, header to "}\n", without a Python step ------
@@ -1518,19 +1537,66 @@ static int fill_shapes(PyObject *rows, PyObject *shapes, PyObject *parse_shape) 
 }
 
 /* ``_finish``'s checks of one body: 1 when the names are unique and every operand names one of them, 0 when not,
- * -1 on error. With ``index`` (not NULL), the names are gathered in a dict of name -> row index instead of a set,
- * handed over in *index when the checks pass (``HloComputation.name_index``, which the cost walk reads for every
- * computation it visits: made here for the entry, whose 23,000 names took ~1.5 ms more in Python). ``proven``: the
- * body's name table saw every name once and gave every operand as a row's name (NAME_MISSES): nothing left to
- * check, and only the index is made (a set of names and a lookup per operand: ~1% of llama's analyze). */
-static int body_checks(PyObject *insts, PyObject *rows, PyObject **index, int proven) {
+ * -1 on error. With ``index`` (not NULL), the body's name -> row index dict is handed over in *index when the checks
+ * pass (``HloComputation.name_index``, which the cost walk reads for every computation it visits: made here for the
+ * entry, whose 23,000 names took ~1.5 ms more in Python).
+ *
+ * With the body's name table (``names``, 1-byte text) and no operand name it missed (NAME_MISSES), the table
+ * answers: the names are unique unless it saw one twice, the operands of every row build_range built are names of
+ * rows, and the operands of the rows Python's loop built (``built``) are looked up in it by their characters. Else
+ * (or where such an operand is not a 1-byte str) a set of the names (a dict, with ``index``) and a lookup per
+ * operand, as ``_finish`` checks: ~4% of gemma4's analyze and ~4% of mixtral's parse went to that set and dict for
+ * bodies the table had proven but for a few rows. */
+static int table_checks(PyObject *insts, const NameTable *names) {
     Py_ssize_t i, k, n = PyList_GET_SIZE(insts);
-    int ok = 1;
-    PyObject *names;
-    if (proven && index == NULL) {
-        return 1;
+    for (i = 0; i < n; i++) {
+        PyObject *operands;
+        int ok = 1;
+        if (names->built[i]) {
+            continue;
+        }
+        operands = inst_slot(PyList_GET_ITEM(insts, i), 3, STR_OPERANDS);
+        if (operands == NULL) {
+            return -1;
+        }
+        if (!PyTuple_Check(operands)) {
+            Py_DECREF(operands);
+            return -2;
+        }
+        for (k = 0; ok == 1 && k < PyTuple_GET_SIZE(operands); k++) {
+            PyObject *name = PyTuple_GET_ITEM(operands, k);
+            if (!PyUnicode_CheckExact(name) || PyUnicode_KIND(name) != PyUnicode_1BYTE_KIND) {
+                ok = -2;
+            } else if (names->slots[name_slot(names, PyUnicode_1BYTE_DATA(name), PyUnicode_GET_LENGTH(name))] == 0) {
+                ok = 0;
+            }
+        }
+        Py_DECREF(operands);
+        if (ok != 1) {
+            return ok;
+        }
     }
-    names = index != NULL ? PyDict_New() : PySet_New(NULL);
+    return 1;
+}
+
+static int body_checks(PyObject *insts, PyObject *rows, PyObject **index, const NameTable *table) {
+    Py_ssize_t i, k, n = PyList_GET_SIZE(insts);
+    int ok = 1, proven = 0;
+    PyObject *names;
+    if (table != NULL && table->rows != NULL && NAME_MISSES == 0) {
+        if (table->duplicate) {
+            return 0;
+        }
+        ok = table_checks(insts, table);
+        if (ok != -2) {
+            if (ok != 1 || index == NULL) {
+                return ok;
+            }
+            proven = 1;
+        }
+        ok = 1;
+    }
+    names = index != NULL ? _PyDict_NewPresized(n) : PySet_New(NULL);
     if (names == NULL) {
         return -1;
     }
@@ -1776,7 +1842,7 @@ static int read_one(PyObject *src, int kind, const void *data, Py_ssize_t length
              *new_computation = args[13], *out = args[14], *rows_into = args[15];
     PyObject *rows = NULL, *insts = NULL, *params = NULL, *root = NULL, *name = NULL, *root_name, *tuple = NULL,
              *shapes_of = NULL, *ln = NULL, *comp = NULL, *index = NULL;
-    NameTable names = {NULL, 0, NULL, 0};
+    NameTable names = {NULL, 0, NULL, 0, NULL};
     Py_ssize_t name_a, name_b, end, stop, n, stop_row, after_close;
     int is_entry, plain, r, result = -1;
     if (e - a >= 2 && CH(e - 2) == ' ' && CH(e - 1) == '{'
@@ -1832,6 +1898,7 @@ static int read_one(PyObject *src, int kind, const void *data, Py_ssize_t length
     if (stop_row < 0) {
         goto done;
     }
+    name_table_built(&names, 0, stop_row);
     if (stop_row < n) { /* the rows build_rows leaves: Python's loop builds them, from there on */
         PyObject *more = PyLong_FromSsize_t(stop_row), *built;
         if (more == NULL) {
@@ -1858,8 +1925,7 @@ static int read_one(PyObject *src, int kind, const void *data, Py_ssize_t length
             goto done;
         }
     }
-    r = body_checks(insts, rows, is_entry ? &index : NULL,
-                    names.rows != NULL && !names.duplicate && NAME_MISSES == 0 && stop_row >= n);
+    r = body_checks(insts, rows, is_entry ? &index : NULL, names.rows != NULL ? &names : NULL);
     if (r <= 0) {
         result = r;
         goto done;

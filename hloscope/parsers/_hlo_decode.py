@@ -128,16 +128,15 @@ class Decoder(ParserBase):
             if any(map(is_not, map(_DECODER, insts), repeat(self))):
                 return None
             out = self.py_metadata_column(insts)
-            unread = _UNREAD in out
+            unread = list(compress(count(), map(is_, out, repeat(_UNREAD))))
         else:
             found = column(insts, self.metadata_by_text, self.metadata, self.frames, Metadata, self._metadata, _UNREAD,
                            self)
             if found is None:
                 return None
-            out, unread = found
-        if unread:
-            for k in list(compress(count(), map(is_, out, repeat(_UNREAD)))):
-                out[k] = insts[k].metadata
+            out, unread = found  # (the rows left unread, by index)
+        for k in unread:
+            out[k] = insts[k].metadata
         return out
 
     def py_metadata_column(self, insts: list[HloInstruction]) -> list:

@@ -72,15 +72,20 @@ def category(inst, module) -> str:
     ``matmul``.
     """
     op = inst.opcode
-    if op in ("dot", "convolution", "ragged-dot"):
-        return "matmul"
-    if op == "fft":
-        return "fft"
     if op == "fusion":
         for name in inst.called_computations.get("calls", ()):
             if not _FUSED_MATMUL.isdisjoint(module.computation(name).opcode_set):  # (builds no instruction)
                 return "matmul"
         return f"fusion:{inst.attribute('kind', '?')}"
+    return opcode_category(op)
+
+
+def opcode_category(op: str) -> str:
+    """``category`` of an instruction of opcode ``op`` other than ``fusion`` (the opcode alone decides)."""
+    if op in ("dot", "convolution", "ragged-dot"):
+        return "matmul"
+    if op == "fft":
+        return "fft"
     if op in _COLLECTIVE or op.startswith(("all-", "reduce-scatter", "collective-")):
         return "collective"
     if op in _MOVE:
@@ -476,14 +481,9 @@ class _RowLookups:
         """``category(inst, module)`` of each row, from the rows' opcodes as codes."""
         import numpy as np
 
-        # An instruction of each opcode, the last one: the first of each code in the rows reversed (every code of
-        # ``opcode_names`` has rows, so ``np.unique`` gives one index per code, in code order).
-        _, first = np.unique(opcode_codes[::-1], return_index=True)
-        last = (len(opcode_codes) - 1 - first).tolist()
-        insts = self.insts
         names = StringCodes()
-        codes = np.array([names.code(category(insts[last[k]], self.module)) if op != "fusion" else -1
-                          for k, op in enumerate(opcode_names)], dtype=np.intp)[opcode_codes]
+        codes = np.array([names.code(opcode_category(op)) if op != "fusion" else -1 for op in opcode_names],
+                         dtype=np.intp)[opcode_codes]
         module = self.module
         for k in self._more:  # (fusions seldom share a fused computation: no memo)
             inst = self.insts[k]

@@ -170,20 +170,23 @@ def test_instructions_of_another_class_are_read_by_their_attributes(compiled) ->
     assert [md.op_name for md in read] == ["first", "third", "second"]
 
 
-def test_given_the_decoder_every_row_is_checked_and_unread_rows_counted(compiled) -> None:
+def test_given_the_decoder_every_row_is_checked_and_unread_rows_listed(compiled) -> None:
     """With the decoder as eighth argument the reader answers None when a row is another parse's (the decoder's
-    memos would read it wrongly: each parse has its own stack frames), else the column and how many rows it left
-    unread -- here a row decoded already, whose metadata only the property tells."""
+    memos would read it wrongly: each parse has its own stack frames), else the column and the indices of the rows
+    it left unread, in order -- here rows decoded already, whose metadata only the property tells."""
     a = _instructions(f"HloModule a\n{_FRAMES}\nENTRY %e (p: f32[8]) -> f32[8] {{\n"
                       '  %p = f32[8]{0} parameter(0), metadata={op_name="a" stack_frame_id=1}\n'
-                      '  ROOT %n = f32[8]{0} negate(%p), metadata={op_name="n"}\n}\n')
+                      '  %n = f32[8]{0} negate(%p), metadata={op_name="n"}\n'
+                      '  ROOT %m = f32[8]{0} negate(%n), metadata={op_name="m"}\n}\n')
     b = _instructions("HloModule b\n\nENTRY %e (p: f32[8]) -> f32[8] {\n"
                       '  ROOT %p = f32[8]{0} parameter(0), metadata={op_name="b"}\n}\n')
     decoder = a[0]._decoder
     args = (decoder.metadata_by_text, decoder.metadata, decoder.frames, Metadata, decoder._metadata,
             _hlo_decode._UNREAD, decoder)
     assert compiled(a + b, *args) is None and compiled(b, *args) is None
-    a[1].attributes  # (decoded now: its kept text is the placeholder)
+    assert compiled(a, *args)[1] == []
+    a[2].attributes, a[1].attributes  # (decoded now: their kept texts are the placeholder)
     column, unread = compiled(a, *args)
-    assert unread == 1 and column[1] is _hlo_decode._UNREAD and column[0].source_file == "/src/model.py"
-    assert [md.op_name for md in metadata_column(a)] == ["a", "n"]
+    assert unread == [1, 2] and column[1] is column[2] is _hlo_decode._UNREAD
+    assert column[0].source_file == "/src/model.py"
+    assert [md.op_name for md in metadata_column(a)] == ["a", "n", "m"]

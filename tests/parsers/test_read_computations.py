@@ -292,3 +292,50 @@ def test_parameters_printed_out_of_order(monkeypatch, reader) -> None:
     described, made = _both(monkeypatch, reader, text)
     assert made == 1
     assert described[3][0][3] == tuple(f"f32[{k + 1}]" for k in range(n))
+
+
+def _mixed_body(entry: bool, operand: str = "%c", name: str = "%d") -> str:
+    """A module whose computation (the entry, or one the entry calls) holds a row the compiled builder leaves to
+    Python's loop (a tuple whose operands carry XLA's ``/*index=5*/`` comments: ``operand_list`` reads it) between
+    rows it builds itself; ``operand`` is that row's second operand, ``name`` the name of the row after it."""
+    body = f"""  %a = f32[8]{{0}} parameter(0)
+  %b = f32[8]{{0}} add(%a, %a)
+  %c = f32[8]{{0}} multiply(%b, %a)
+  %t = (f32[8]{{0}}, f32[8]{{0}}, f32[8]{{0}}, f32[8]{{0}}, f32[8]{{0}}, /*index=5*/f32[8]{{0}}) tuple(%a, {operand}, %c, %b, %a, /*index=5*/%c)
+  {name} = f32[8]{{0}} get-tuple-element(%t), index=1
+  ROOT %e = f32[8]{{0}} add(%d, %c)
+"""
+    head = "HloModule m, entry_computation_layout={(f32[8]{0})->f32[8]{0}}\n\n"
+    if entry:
+        return head + f"ENTRY %main (a: f32[8]) -> f32[8] {{\n{body}}}\n"
+    return head + (f"%inner (a: f32[8]) -> f32[8] {{\n{body}}}\n\n"
+                   "ENTRY %main (x: f32[8]) -> f32[8] {\n  %x = f32[8]{0} parameter(0)\n"
+                   "  ROOT %r = f32[8]{0} call(%x), to_apply=%inner\n}\n")
+
+
+@pytest.mark.parametrize("entry", [True, False], ids=["entry", "called"])
+@pytest.mark.parametrize("operand, name, parses", [
+    ("%c", "%d", True),
+    ("%nowhere", "%d", False),  # (the row Python built names no instruction: only its own lookup can tell)
+    ("%e", "%d", True),  # (a row defined later in the body: still one of its names)
+    ("%c", "%b", False),  # (a name given twice)
+], ids=["valid", "undefined-in-python-row", "later-row", "duplicate"])
+def test_rows_built_by_python_inside_a_read_body(monkeypatch, reader, entry, operand, name, parses) -> None:
+    """The body's checks where the compiled builder built some rows and Python's loop the others: the operands of
+    the rows Python built are looked up by name (the builder's own rows are proven by its name table), and the
+    parse -- or its error -- is the parser's own."""
+    from hloscope.parsers import _hlo_bodies
+
+    built_by_python = []
+    rows_into = _hlo_bodies.BodyReader._rows_into
+
+    def watching(self, matches, lineno, start, *args, **kwargs):
+        built_by_python.append(start)
+        return rows_into(self, matches, lineno, start, *args, **kwargs)
+
+    monkeypatch.setattr(_hlo_bodies.BodyReader, "_rows_into", watching)
+    described, made = _both(monkeypatch, reader, _mixed_body(entry, operand, name))
+    assert (described[0] != "error") == parses
+    if parses:
+        assert made == (1 if entry else 2)
+    assert 3 in built_by_python  # (the tuple row: Python's loop took the body over there)
