@@ -164,6 +164,29 @@ def test_shared_rows_stop_where_the_walk_must_look(monkeypatch) -> None:
     assert with_c[1][0] == 5 * 8  # five elementwise instructions (a, b, c, d, r) of 8 elements, a FLOP each
 
 
+def test_shared_rows_answer_each_memo_with_its_own_costs() -> None:
+    """A key ``by_shapes`` answered is answered again without the dict (from its objects' addresses), but only for
+    that dict: another dict holding the same key -- another module's walk -- gets its own cost, and so does the
+    first again after it. (An answer kept for the wrong dict would give one walk another's costs.)"""
+    if walk.shared_rows is None:
+        pytest.skip("the C extension is not built (or HLOSCOPE_PURE_PYTHON is set)")
+    comp = parse_hlo_text("HloModule m\n\nENTRY %e (p: f32[8]) -> f32[8] {\n  %p = f32[8]{0} parameter(0)\n"
+                          "  %a = f32[8]{0} add(%p, %p)\n  ROOT %b = f32[8]{0} add(%p, %p)\n}\n").entry
+    insts, index, shapes = comp.instructions, comp.name_index(), comp.shapes
+    key = ("add", id(insts[1].shape), id(shapes[0]), id(shapes[0]))
+
+    def costs(by_shapes: dict) -> list:
+        rows: list = []
+        stop = walk.shared_rows(insts, 1, "e", 1.0, index, shapes, by_shapes, walk._SHAPE_RULED, walk.CostRow, rows,
+                                None)
+        assert stop == len(insts)
+        return [r.cost for r in rows]
+
+    first, second = {key: walk.OpCost(flops=1)}, {key: walk.OpCost(flops=2)}
+    for by_shapes in (first, first, second, second, first):
+        assert all(c is by_shapes[key] for c in costs(by_shapes))
+
+
 # -- instructions of one attribute key (``structure.attribute_key``) ---------------------------------------------
 
 KEYED = """HloModule m, replica_count=2, num_partitions=4
