@@ -1075,6 +1075,12 @@ static int fill_entry(CostEntry *e, PyObject *cost, PyObject *zero) {
     return 0;
 }
 
+/* list[at] = v (a new reference to it), into a list made at its full size whose item at is still NULL. */
+static inline void put(PyObject *list, Py_ssize_t at, PyObject *v) {
+    Py_INCREF(v);
+    PyList_SET_ITEM(list, at, v);
+}
+
 static PyObject *table_columns(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     PyObject *rows, *timings, *zero = NULL, *lists[4 + ROW_FIELDS] = {NULL}, *out = NULL, *numbers = NULL,
              *fields = NULL;
@@ -1111,8 +1117,8 @@ static PyObject *table_columns(PyObject *self, PyObject *const *args, Py_ssize_t
         PyErr_NoMemory();
         goto done;
     }
-    for (k = 0; k < 4 + ROW_FIELDS; k++) {
-        if ((lists[k] = PyList_New(0)) == NULL) {
+    for (k = 0; k < 4 + ROW_FIELDS; k++) { /* (made at their most, n rows, and cut to the kept rows at the end) */
+        if ((lists[k] = PyList_New(k == 3 && !PyList_Check(timings) ? 0 : n)) == NULL) {
             goto done;
         }
     }
@@ -1176,24 +1182,23 @@ static PyObject *table_columns(PyObject *self, PyObject *const *args, Py_ssize_t
             }
         }
         inst = PyTuple_GET_ITEM(row, ROW_INSTRUCTION);
-        if (PyList_Append(lists[0], row) < 0 || PyList_Append(lists[1], inst) < 0 || PyList_Append(lists[2], cost) < 0
-            || (PyList_Check(timings) && PyList_Append(lists[3], PyList_GET_ITEM(timings, i)) < 0)
-            || PyList_Append(lists[4], PyTuple_GET_ITEM(row, 0)) < 0
-            || PyList_Append(lists[8], PyTuple_GET_ITEM(cost, COST_COMM_KIND)) < 0
-            || PyList_Append(lists[9], PyTuple_GET_ITEM(cost, COST_GROUP_SIZE)) < 0) {
-            Py_XDECREF(work);
-            Py_XDECREF(hbm);
-            goto done;
+        put(lists[0], kept, row);
+        put(lists[1], kept, inst);
+        put(lists[2], kept, cost);
+        if (PyList_Check(timings)) {
+            put(lists[3], kept, PyList_GET_ITEM(timings, i));
         }
+        put(lists[4], kept, PyTuple_GET_ITEM(row, 0));
+        put(lists[8], kept, PyTuple_GET_ITEM(cost, COST_COMM_KIND));
+        put(lists[9], kept, PyTuple_GET_ITEM(cost, COST_GROUP_SIZE));
         for (k = 0; k < 3; k++) { /* the instruction's name, opcode, shape */
             PyObject *v = get_slot(inst, attrs[k]);
-            if (v == NULL || PyList_Append(lists[5 + k], v) < 0) {
-                Py_XDECREF(v);
+            if (v == NULL) {
                 Py_XDECREF(work);
                 Py_XDECREF(hbm);
                 goto done;
             }
-            Py_DECREF(v);
+            PyList_SET_ITEM(lists[5 + k], kept, v);
         }
         if (e->state == 1) {
             double c = PyFloat_CheckExact(PyTuple_GET_ITEM(row, ROW_COUNT))
@@ -1227,6 +1232,11 @@ static PyObject *table_columns(PyObject *self, PyObject *const *args, Py_ssize_t
         }
         columns[(Py_ssize_t)8 * n + kept] = flagged ? 0.0 : 1.0;
         kept++;
+    }
+    for (k = 0; k < 4 + ROW_FIELDS; k++) {
+        if (PyList_GET_SIZE(lists[k]) > kept && PyList_SetSlice(lists[k], kept, PyList_GET_SIZE(lists[k]), NULL) < 0) {
+            goto done;
+        }
     }
     numbers = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)sizeof(double) * TABLE_NUMBERS * kept);
     if (numbers == NULL) {
