@@ -32,6 +32,8 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <math.h>
+
 #include <structmember.h>
 
 static PyObject *STR_OPCODE, *STR_SHAPE, *STR_OPERANDS, *STR_NAME, *STR_TEXT, *STR_LITERAL, *STR_PARAMETER,
@@ -1504,6 +1506,108 @@ done:
     return result;
 }
 
+/* exact_sum(values) -> float | None: the correctly rounded sum of a 1-D float64 buffer (a numpy array), as
+ * ``math.fsum`` gives it for the same values in the same order; None where that function raises or sees a value
+ * that is not finite (an infinity, a NaN, an overflow on the way): the caller then sums the values' list as
+ * before. The modules table sums each column by bound class and dtype exactly; the list of 15,000-30,000 floats
+ * made for ``math.fsum`` per sum was ~80% of the table's time.
+ *
+ * The method is ``math.fsum``'s (CPython's Modules/mathmodule.c; J. R. Shewchuk, "Adaptive Precision
+ * Floating-Point Arithmetic and Fast Robust Geometric Predicates", 1997): the running sum is kept exactly as
+ * partials of increasing magnitude that do not overlap (each addition split into its rounded sum and its error by
+ * Knuth's two-sum, the larger operand first), then added from the top down while they add exactly, the last
+ * rounding made half-even across the partials below it. Written for a buffer of doubles: no float object a value. */
+static PyObject *exact_sum(PyObject *self, PyObject *values) {
+    Py_buffer view;
+    double fixed[32], *partials = fixed, hi = 0.0, lo = 0.0;
+    Py_ssize_t used = 0, room = 32, i, j, k, n;
+    int inexact = 0;
+    const double *x;
+    (void)self;
+    if (PyObject_GetBuffer(values, &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
+        return NULL;
+    }
+    if (view.ndim != 1 || view.itemsize != sizeof(double) || view.format == NULL || strcmp(view.format, "d") != 0) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_TypeError, "exact_sum: a 1-D buffer of doubles (float64) is needed");
+        return NULL;
+    }
+    x = (const double *)view.buf;
+    n = view.shape != NULL ? view.shape[0] : view.len / (Py_ssize_t)sizeof(double);
+    for (i = 0; i < n; i++) {
+        double v = x[i];
+        if (!isfinite(v)) {
+            goto special;
+        }
+        for (j = k = 0; j < used; j++) { /* add v to the partials, keeping each error term that is not zero */
+            double y = partials[j], big = v, small = y, sum, err;
+            if (fabs(v) < fabs(y)) {
+                big = y;
+                small = v;
+            }
+            sum = big + small;
+            err = small - (sum - big);
+            if (err != 0.0) {
+                partials[k++] = err;
+            }
+            v = sum;
+        }
+        used = k;
+        if (v != 0.0) {
+            if (!isfinite(v)) {
+                goto special; /* (an overflow on the way) */
+            }
+            if (used == room) {
+                double *grown = PyMem_Malloc(sizeof(double) * (size_t)(2 * room));
+                if (grown == NULL) {
+                    PyBuffer_Release(&view);
+                    if (partials != fixed) {
+                        PyMem_Free(partials);
+                    }
+                    return PyErr_NoMemory();
+                }
+                memcpy(grown, partials, sizeof(double) * (size_t)used);
+                if (partials != fixed) {
+                    PyMem_Free(partials);
+                }
+                partials = grown;
+                room *= 2;
+            }
+            partials[used++] = v;
+        }
+    }
+    if (used > 0) { /* from the largest partial down, while the additions are exact */
+        hi = partials[--used];
+        while (used > 0) {
+            double top = hi, y = partials[--used];
+            hi = top + y;
+            lo = y - (hi - top);
+            if (lo != 0.0) {
+                inexact = 1;
+                break;
+            }
+        }
+        /* half-even across the partials left: a tie rounded down whose remainder has the sign of the error */
+        if (inexact && used > 0 && ((lo < 0.0 && partials[used - 1] < 0.0) || (lo > 0.0 && partials[used - 1] > 0.0))) {
+            double twice = lo * 2.0, up = hi + twice;
+            if (twice == up - hi) {
+                hi = up;
+            }
+        }
+    }
+    PyBuffer_Release(&view);
+    if (partials != fixed) {
+        PyMem_Free(partials);
+    }
+    return PyFloat_FromDouble(hi);
+special:
+    PyBuffer_Release(&view);
+    if (partials != fixed) {
+        PyMem_Free(partials);
+    }
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"shared_rows", (PyCFunction)(void (*)(void))shared_rows, METH_FASTCALL,
      "shared_rows(insts, start, computation, count, index, shapes, by_shapes, ruled, cost_row, out, keyed) -> int\n\n"
@@ -1518,6 +1622,10 @@ static PyMethodDef methods[] = {
     {"table_columns", (PyCFunction)(void (*)(void))table_columns, METH_FASTCALL,
      "table_columns(rows, timings, keep_all) -> (rows, insts, costs, numbers, timings, fields)\n\n"
      "The CostRows the ops table keeps, their numbers as columns of doubles (bytes), and their fields."},
+    {"exact_sum", (PyCFunction)exact_sum, METH_O,
+     "exact_sum(values) -> float | None\n\n"
+     "math.fsum of a 1-D float64 buffer, without a float object a value; None where math.fsum would raise or\n"
+     "meets a value that is not finite."},
     {"identity_codes", (PyCFunction)identity_codes, METH_O,
      "identity_codes(values: list) -> (codes: bytearray, distinct: list)\n\n"
      "Each value's number among the distinct objects of values, by identity (hloscope.roofline.tables."

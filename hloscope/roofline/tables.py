@@ -402,6 +402,13 @@ def _table_columns(rows: list, timings: list | None, keep_all: bool) -> tuple:
 
 
 @cache
+def c_exact_sum() -> Callable | None:
+    """``_cost_walk.exact_sum`` (``_exact_array_sum``), or None when the extension was not built; looked up on first
+    use, as ``c_table_columns``."""
+    return compiled("hloscope.cost._cost_walk", "exact_sum")
+
+
+@cache
 def c_table_columns() -> Callable | None:
     """``_table_columns`` in C (``hloscope/cost/_cost_walk.c``), or None when the extension was not built. Looked
     up on first use: importing the extension imports ``hloscope.cost``, and the comparison engine, which reads
@@ -706,7 +713,7 @@ def group_sums(keys: list, values: list[float]) -> dict:
             codes = np.fromiter(map(dict(zip(distinct, range(len(distinct)))).__getitem__, keys), np.intp,
                                 len(keys))
             known = ~np.isnan(array)
-            return {key: _exact_sum(array[(codes == k) & known].tolist()) for k, key in enumerate(distinct)}
+            return {key: _exact_array_sum(array[(codes == k) & known]) for k, key in enumerate(distinct)}
     groups: defaultdict = defaultdict(list)
     for key, value in zip(keys, values):
         groups[key].append(value)
@@ -736,7 +743,7 @@ def group_sums_coded(codes, categories, values) -> dict:
     present[codes] = True
     first = {int(np.argmax(codes == k)): k for k in np.flatnonzero(present).tolist()}  # (first-seen order)
     known = ~np.isnan(values)
-    return {categories[k]: _exact_sum(values[(codes == k) & known].tolist()) for _, k in sorted(first.items())}
+    return {categories[k]: _exact_array_sum(values[(codes == k) & known]) for _, k in sorted(first.items())}
 
 
 #: Most distinct keys ``group_sums`` sums by numpy masks (one pass over the rows per key).
@@ -748,6 +755,15 @@ def _exact_sum(values: list[float]) -> float:
         return math.fsum(values)
     except (ValueError, OverflowError):  # inf and -inf (NaN, as a plain sum gives), or an overflow on the way
         return sum(values)
+
+
+def _exact_array_sum(values: np.ndarray) -> float:
+    """``_exact_sum`` of a float64 array's values: in C where built (``_cost_walk.exact_sum``, ``math.fsum``'s
+    method on the array's doubles: no float object made per value), else -- and for the values that function
+    leaves, an infinity, a NaN or an overflow -- of their list."""
+    summed = None if PURE_PYTHON else c_exact_sum()
+    total = summed(values) if summed is not None else None
+    return total if total is not None else _exact_sum(values.tolist())
 
 
 def mfu(flops: float, seconds: float, chip: ChipSpec, dtype: str) -> float:

@@ -149,3 +149,34 @@ def test_int_column_is_the_array_the_frame_makes_of_the_list() -> None:
     assert np.array_equal(got, np.array(values, dtype=np.int64))
     for other in ([1, 2.0, 3], [1, True], [1, 2**63], []):
         assert _int_column(other) is other
+
+
+def test_exact_sum_in_c_is_the_rational_sum(compiled_twin) -> None:
+    """``_cost_walk.exact_sum`` (the sums of ``group_sums``' masks, on the float64 array itself) against the
+    rational sum rounded once: wide magnitudes, cancellation, signed zeros and the half-even ties across partials
+    (``[1e-16, 1, 1e16]`` rounds up); None wherever a value is not finite or the sum overflows on the way, where
+    the caller sums the list as before."""
+    import numpy as np
+
+    from hloscope._compiled import compiled
+
+    exact_sum = compiled_twin(compiled("hloscope.cost._cost_walk", "exact_sum"), "hloscope.cost._cost_walk")
+    rng = random.Random(20261129)
+    cases = [[], [-0.0], [-0.0, -0.0], [1e-16, 1.0, 1e16], [1e16, 1.0, 1e-16], [1.0, 1e100, 1.0, -1e100],
+             [2.0**53, 1.0, 2.0**-60], [5e-324] * 1000, [0.1] * 10, [1e308, 1e308, -1e308]]
+    for _ in range(3000):
+        n = rng.choice([1, 2, 3, 7, 40, 300])
+        cases.append([rng.choice([rng.gauss(0, 1) * 2.0 ** rng.randint(-80, 80), float(rng.randint(-9, 9)),
+                                  rng.uniform(0, 1) * 10.0 ** rng.randint(-9, 0)]) for _ in range(n)])
+    for values in cases:
+        got = exact_sum(np.array(values, dtype=np.float64))
+        try:
+            fsum = math.fsum(values)
+        except OverflowError:
+            assert got is None
+            continue
+        assert got == _exact(values) == fsum and math.copysign(1.0, got) == math.copysign(1.0, fsum)
+    for special in ([math.inf], [1.0, -math.inf], [math.nan, 1.0], [1.7e308, 1.7e308]):
+        assert exact_sum(np.array(special)) is None
+    with pytest.raises(TypeError):
+        exact_sum(np.zeros(3, dtype=np.float32))
