@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Iterable
 from hloscope._columns import column_array, column_codes, column_list
 
 if TYPE_CHECKING:
+    import numpy as np
     import pandas as pd
 
     from hloscope.hlo import HloComputation, HloModule
@@ -66,7 +67,7 @@ def async_overlap(modules: Iterable[HloModule], ops: pd.DataFrame
             exposed[single] = found
             return windows, exposed
     columns = [column_list(ops, c) for c in ("module", "instruction", "opcode", "computation")]
-    columns += [communicating, column_list(ops, "roofline_s")]
+    columns += [communicating.tolist(), column_list(ops, "roofline_s")]
     names = columns[0]
     n = len(names)
     rows_of: dict[str, list[int] | None] = {}
@@ -122,7 +123,7 @@ def _single_module(ops: pd.DataFrame) -> str | None:
     return categories[0] if len(categories) == 1 else None
 
 
-def _synchronous_exposed(ops: pd.DataFrame, communicating: list[bool]) -> float | None:
+def _synchronous_exposed(ops: pd.DataFrame, communicating: np.ndarray) -> float | None:
     """A one-module table's exposed communication at the roof when none of its collectives is asynchronous (no
     start, send or recv: each is exposed in full, the done of none to pair), read from the collectives' rows
     alone; None when one is asynchronous (``async_overlap`` walks the schedule then). The same sum, in the same
@@ -131,7 +132,7 @@ def _synchronous_exposed(ops: pd.DataFrame, communicating: list[bool]) -> float 
 
     import numpy as np
 
-    rows = np.flatnonzero(np.array(communicating, dtype=bool))
+    rows = np.flatnonzero(communicating)
     opcodes = column_array(ops, "opcode", object)[rows].tolist()
     if any(op.endswith("-start") or op in ("send", "recv") for op in set(opcodes)):
         return None
@@ -144,19 +145,19 @@ def _synchronous_exposed(ops: pd.DataFrame, communicating: list[bool]) -> float 
     return total
 
 
-def _communicating(ops: pd.DataFrame) -> list[bool]:
+def _communicating(ops: pd.DataFrame) -> np.ndarray:
     """Whether each row of ``ops`` is a collective or an op with a comm_kind (``category == "collective" or
-    str(comm_kind) != ""``): by C-level maps over the two columns, or, where the table keeps them as codes
-    (``_columns.column_codes``), once per distinct string, spread over the rows by their codes."""
-    coded = [column_codes(ops, c) for c in ("category", "comm_kind")]
-    if None in coded:
-        return list(map(or_, map(eq, column_list(ops, "category"), repeat("collective")),
-                        map(ne, map(str, column_list(ops, "comm_kind")), repeat(""))))
+    str(comm_kind) != ""``), as a bool array: by C-level maps over the two columns, or, where the table keeps them
+    as codes (``_columns.column_codes``), once per distinct string, spread over the rows by their codes."""
     import numpy as np
 
+    coded = [column_codes(ops, c) for c in ("category", "comm_kind")]
+    if None in coded:
+        return np.fromiter(map(or_, map(eq, column_list(ops, "category"), repeat("collective")),
+                               map(ne, map(str, column_list(ops, "comm_kind")), repeat(""))), bool, len(ops))
     (category_codes, categories), (kind_codes, kinds) = coded
     return (np.array([c == "collective" for c in categories.tolist()], dtype=bool)[category_codes]
-            | np.array([str(k) != "" for k in kinds.tolist()], dtype=bool)[kind_codes]).tolist()
+            | np.array([str(k) != "" for k in kinds.tolist()], dtype=bool)[kind_codes])
 
 
 class _ComputationWork:
