@@ -696,8 +696,57 @@ static int keyed_ok(PyObject *keyed) {
            && PyDict_Check(PyTuple_GET_ITEM(keyed, 10)) && PyLong_Check(PyTuple_GET_ITEM(keyed, 11));
 }
 
+/* What shared_rows does with an opcode: leave it to visit, a shape key (``ruled``), the free opcodes' ZERO
+ * (keyed[0]), an attribute key (keyed[2]; a collective's, keyed[3]). */
+enum { OPCODE_OTHER, OPCODE_RULED, OPCODE_FREE, OPCODE_KEYED, OPCODE_KEYED_COLLECTIVE };
+
+/* Kept per call by the opcode object's address (a parse shares one string per distinct opcode; the sets do not
+ * change while the call runs): one pointer compare a row instead of up to four set lookups. Only an opcode read
+ * from its instruction's slot is kept (``held``): the instruction, which the call's sequence holds, keeps it alive,
+ * so no other object takes its address while the call runs. */
+#define OPCODE_MEMO_SLOTS 32
+typedef struct {
+    PyObject *opcode; /* (borrowed: the call's instructions hold it; NULL: empty) */
+    int kind;
+} OpcodeKind;
+
+/* The OPCODE_* of opcode, or -1 on error. */
+static int opcode_kind(OpcodeKind *memo, PyObject *opcode, int held, PyObject *ruled, PyObject *keyed) {
+    OpcodeKind *slot = &memo[((uintptr_t)opcode >> 4) & (OPCODE_MEMO_SLOTS - 1)];
+    int r, kind;
+    if (slot->opcode == opcode) {
+        return slot->kind;
+    }
+    r = PySet_Contains(ruled, opcode);
+    kind = OPCODE_RULED;
+    if (r == 0) {
+        kind = OPCODE_OTHER;
+        if (keyed != NULL) {
+            r = PySet_Contains(PyTuple_GET_ITEM(keyed, 0), opcode);
+            kind = OPCODE_FREE;
+            if (r == 0) {
+                r = PySet_Contains(PyTuple_GET_ITEM(keyed, 2), opcode);
+                kind = r > 0 ? OPCODE_KEYED : OPCODE_OTHER;
+                if (r > 0) {
+                    r = PySet_Contains(PyTuple_GET_ITEM(keyed, 3), opcode);
+                    kind = r > 0 ? OPCODE_KEYED_COLLECTIVE : OPCODE_KEYED;
+                }
+            }
+        }
+    }
+    if (r < 0) {
+        return -1;
+    }
+    if (held) {
+        slot->opcode = opcode;
+        slot->kind = kind;
+    }
+    return kind;
+}
+
 static PyObject *shared_rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     PyObject *insts, *computation, *count, *index, *shapes, *by_shapes, *ruled, *out, *keyed;
+    OpcodeKind opcode_memo[OPCODE_MEMO_SLOTS];
     PyTypeObject *cost_row;
     Py_ssize_t start, n, i;
     (void)self;
@@ -728,18 +777,22 @@ static PyObject *shared_rows(PyObject *self, PyObject *const *args, Py_ssize_t n
     cost_row = (PyTypeObject *)args[8];
     out = args[9];
     n = PySequence_Fast_GET_SIZE(insts);
+    memset(opcode_memo, 0, sizeof(opcode_memo));
     for (i = start < 0 ? 0 : start; i < n; i++) {
         PyObject *inst = PySequence_Fast_GET_ITEM(insts, i), *opcode, *key, *cost, *memo = by_shapes;
         const void *items[PTR_KEY_MAX];
         Py_ssize_t n_items = 0;
         size_t hash = 0;
-        int r, remember = 0;
+        int r, kind, remember = 0;
         opcode = get_slot(inst, SLOT_OPCODE);
         if (opcode == NULL) {
             return NULL;
         }
-        r = PySet_Contains(ruled, opcode);
-        if (r > 0) {
+        kind = opcode_kind(opcode_memo, opcode, Py_TYPE(inst) == SLOT_TYPE && SLOT_OFFSETS[SLOT_OPCODE] > 0, ruled,
+                           keyed);
+        r = kind < 0 ? -1 : kind != OPCODE_OTHER;
+        key = NULL;
+        if (kind == OPCODE_RULED) {
             int made = shape_pointers(opcode, inst, index, shapes, items, &n_items);
             if (made == 1) {
                 hash = ptr_hash(items, n_items);
@@ -756,30 +809,15 @@ static PyObject *shared_rows(PyObject *self, PyObject *const *args, Py_ssize_t n
             } else {
                 key = made == 2 ? shape_key(opcode, inst, index, shapes) : made == 0 ? Py_None : NULL;
             }
-        } else if (r == 0 && keyed != NULL) {
-            r = PySet_Contains(PyTuple_GET_ITEM(keyed, 0), opcode);
-            if (r > 0) { /* (a free opcode: its rule's cost, ZERO) */
-                Py_DECREF(opcode);
-                if (append_row(cost_row, computation, inst, PyTuple_GET_ITEM(keyed, 1), count, out) < 0) {
-                    return NULL;
-                }
-                continue;
+        } else if (kind == OPCODE_FREE) { /* (a free opcode: its rule's cost, ZERO) */
+            Py_DECREF(opcode);
+            if (append_row(cost_row, computation, inst, PyTuple_GET_ITEM(keyed, 1), count, out) < 0) {
+                return NULL;
             }
-            if (r == 0) {
-                r = PySet_Contains(PyTuple_GET_ITEM(keyed, 2), opcode);
-            }
-            key = NULL;
-            if (r > 0) {
-                int collective = PySet_Contains(PyTuple_GET_ITEM(keyed, 3), opcode);
-                if (collective < 0) {
-                    Py_DECREF(opcode);
-                    return NULL;
-                }
-                key = attribute_key_of(opcode, inst, index, shapes, keyed, collective);
-                memo = PyTuple_GET_ITEM(keyed, 4);
-            }
-        } else {
-            key = NULL;
+            continue;
+        } else if (kind == OPCODE_KEYED || kind == OPCODE_KEYED_COLLECTIVE) {
+            key = attribute_key_of(opcode, inst, index, shapes, keyed, kind == OPCODE_KEYED_COLLECTIVE);
+            memo = PyTuple_GET_ITEM(keyed, 4);
         }
         Py_DECREF(opcode);
         if (r <= 0) {
