@@ -1541,7 +1541,7 @@ static int fill_shapes(PyObject *rows, PyObject *shapes, PyObject *parse_shape) 
  * pass (``HloComputation.name_index``, which the cost walk reads for every computation it visits: made here for the
  * entry, whose 23,000 names took ~1.5 ms more in Python).
  *
- * With the body's name table (``names``, 1-byte text) and no operand name it missed (NAME_MISSES), the table
+ * With the body's name table (``table``, 1-byte text) and no operand name it missed (NAME_MISSES), the table
  * answers: the names are unique unless it saw one twice, the operands of every row build_range built are names of
  * rows, and the operands of the rows Python's loop built (``built``) are looked up in it by their characters. Else
  * (or where such an operand is not a 1-byte str) a set of the names (a dict, with ``index``) and a lookup per
