@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import math
-from functools import cache
 from itertools import chain
 from operator import attrgetter
 from types import MappingProxyType
@@ -692,8 +691,7 @@ class HloComputation:
         index = self._index
         if index is None:
             names = self.names
-            made = _name_indexer()  # (C: the dict made at its size, no pair per name)
-            index = self._index = made(names) if made is not None else dict(zip(names, range(len(names))))
+            index = self._index = dict(zip(names, range(len(names))))
         return index
 
     def instruction(self, name: str) -> HloInstruction:
@@ -834,15 +832,6 @@ class HloModule(FrozenRecord):
     @property
     def entry_computation_layout(self) -> str:
         return self.header_attributes.get("entry_computation_layout", "")
-
-
-@cache
-def _name_indexer() -> Any:
-    """``_block_scan.name_index`` (``HloComputation.name_index``'s dict made in C), or None: not built, or
-    ``HLOSCOPE_PURE_PYTHON``. Looked up on first use (the parsers import this module)."""
-    from hloscope._compiled import PURE_PYTHON, compiled
-
-    return None if PURE_PYTHON else compiled("hloscope.parsers._block_scan", "name_index")
 
 
 #: The typed values hloscope.hlo_values holds (decoded on demand: few modules read them), under their old home.

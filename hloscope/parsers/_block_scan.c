@@ -2130,34 +2130,7 @@ python:
     Py_RETURN_NONE;
 }
 
-/* name_index(names) -> dict: {name: its index} of a tuple or list of names, later duplicates winning, as
- * ``dict(zip(names, range(len(names))))`` makes it (``HloComputation.name_index``, the specification), in a dict
- * made at its final size: the cost walk indexes every computation it visits, and the zip's pairs and the dict's
- * resizes were ~440 instructions a name (a loop body of 10,000 instructions in the corpus's gemma4). */
-static PyObject *name_index(PyObject *self, PyObject *names) {
-    PyObject *out;
-    Py_ssize_t i, n;
-    (void)self;
-    if (!PyTuple_Check(names) && !PyList_Check(names)) {
-        PyErr_SetString(PyExc_TypeError, "name_index(names: tuple | list)");
-        return NULL;
-    }
-    n = PySequence_Fast_GET_SIZE(names);
-    out = _PyDict_NewPresized(n);
-    for (i = 0; out != NULL && i < n; i++) {
-        PyObject *at = PyLong_FromSsize_t(i);
-        if (at == NULL || PyDict_SetItem(out, PySequence_Fast_GET_ITEM(names, i), at) < 0) {
-            Py_CLEAR(out);
-        }
-        Py_XDECREF(at);
-    }
-    return out;
-}
-
 static PyMethodDef methods[] = {
-    {"name_index", (PyCFunction)name_index, METH_O,
-     "name_index(names) -> dict\n\n"
-     "{name: index} of names, as dict(zip(names, range(len(names)))) makes it (HloComputation.name_index)."},
     {"block_rows", (PyCFunction)(void (*)(void))block_rows, METH_FASTCALL,
      "block_rows(src, pos) -> tuple[int, list[tuple[str, ...]]] | None\n\n"
      "The position of the first line from pos that starts with '}' and the rows of BLOCK_LINE of the lines\n"

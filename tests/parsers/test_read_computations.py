@@ -340,24 +340,3 @@ def test_rows_built_by_python_inside_a_read_body(monkeypatch, reader, entry, ope
         assert made == (1 if entry else 2)
     assert 3 in built_by_python  # (the tuple row: Python's loop took the body over there)
 
-
-def test_name_index_made_in_c_equals_the_zip(compiled_twin, corpus_dir: Path) -> None:
-    """``_block_scan.name_index`` (``HloComputation.name_index``'s dict) against its specification,
-    ``dict(zip(names, range(len(names))))``: the same items in the same order, a later duplicate winning, for
-    tuples and lists, and for every computation of the fixtures and of a corpus module; anything else refused."""
-    from hloscope import hlo
-
-    name_index = compiled_twin(compiled("hloscope.parsers._block_scan", "name_index"),
-                               "hloscope.parsers._block_scan")
-    cases = [(), ["a"], ("a", "b", "a", "c", "b"), tuple(f"x.{k}" for k in range(5000))]
-    paths = sorted(FIXTURES.glob("*.hlo.txt")) + sorted((corpus_dir / "hlo_cpu").glob("*gemma3*.hlo"))[:1]
-    for path in paths:
-        cases.extend(comp.names for comp in parse_hlo_text(path.read_text()).computations)
-    for names in cases:
-        made, expected = name_index(names), dict(zip(names, range(len(names))))
-        assert list(made.items()) == list(expected.items())
-    assert len(cases) > 100
-    with pytest.raises(TypeError):
-        name_index(iter(["a"]))
-    if hlo._name_indexer() is not None:  # (what HloComputation.name_index calls, when built)
-        assert hlo._name_indexer()(("p", "q", "p")) == {"p": 2, "q": 1}
