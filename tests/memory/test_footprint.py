@@ -64,6 +64,19 @@ def test_cpu_footprint_matches_memory_analysis(compiled_cpu, name):
                                                - xla.alias_size_in_bytes + fp.temp_bytes)
 
 
+def test_footprint_and_its_model(compiled_cpu):
+    """``footprint_and_model`` (what the report's forked child calls, holding the model to its exit) gives the
+    footprint ``footprint`` gives, and the model it was made of: the buffer assignment whose temp bytes it reports,
+    over the walk's buffers."""
+    from hloscope.memory.footprint import footprint_and_model
+
+    module = hloscope.parse_hlo(compiled_cpu["scan_grad"].as_text())
+    made, (liveness, assignment) = footprint_and_model(module, get_chip("h100"))
+    assert made.to_dict() == footprint(module, get_chip("h100")).to_dict()
+    assert assignment.temp_bytes == made.temp_bytes > 0
+    assert made.argument_bytes == sum(b.size_bytes for b in liveness.buffers if b.kind == "parameter")
+
+
 def test_donation_is_aliasing(compiled_cpu):
     # Three donated f32[512,512] parameters are the three outputs: 3 * 512 * 512 * 4 bytes aliased.
     fp = footprint(hloscope.parse_hlo(compiled_cpu["sgd_donated"].as_text()))
