@@ -355,26 +355,6 @@ static int shape_pointers(PyObject *opcode, PyObject *inst, PyObject *index, PyO
     return result;
 }
 
-/* The tuple key (opcode, id(shape), id(operand shape), ...) of shape_pointers' items (new reference). */
-static PyObject *key_of_pointers(PyObject *opcode, const void *const *items, Py_ssize_t n) {
-    PyObject *key = PyTuple_New(n);
-    Py_ssize_t k;
-    if (key == NULL) {
-        return NULL;
-    }
-    Py_INCREF(opcode);
-    PyTuple_SET_ITEM(key, 0, opcode);
-    for (k = 1; k < n; k++) {
-        PyObject *item = id_of((void *)items[k]);
-        if (item == NULL) {
-            Py_DECREF(key);
-            return NULL;
-        }
-        PyTuple_SET_ITEM(key, k, item);
-    }
-    return key;
-}
-
 /* The text of a collective's attribute text with its channel_id value cut out, as ``attribute_key`` cuts it
  * (``_CHANNEL_ID``: ``channel_id=`` once, at the start or after ", ", its value one or more ASCII digits ended by
  * ',' or the end): a new reference (the text itself when it holds no ``channel_id=``), Py_None (borrowed) when
@@ -804,11 +784,9 @@ static PyObject *shared_rows(PyObject *self, PyObject *const *args, Py_ssize_t n
                     }
                     continue;
                 }
-                key = key_of_pointers(opcode, items, n_items);
-                remember = 1;
-            } else {
-                key = made == 2 ? shape_key(opcode, inst, index, shapes) : made == 0 ? Py_None : NULL;
+                remember = 1; /* (the dict's answer, once found, kept under these addresses) */
             }
+            key = made == 0 ? Py_None : made < 0 ? NULL : shape_key(opcode, inst, index, shapes);
         } else if (kind == OPCODE_FREE) { /* (a free opcode: its rule's cost, ZERO) */
             Py_DECREF(opcode);
             if (append_row(cost_row, computation, inst, PyTuple_GET_ITEM(keyed, 1), count, out) < 0) {
@@ -1547,8 +1525,8 @@ done:
 /* exact_sum(values) -> float | None: the correctly rounded sum of a 1-D float64 buffer (a numpy array), as
  * ``math.fsum`` gives it for the same values in the same order; None where that function raises or sees a value
  * that is not finite (an infinity, a NaN, an overflow on the way), and for a buffer that is not 1-D native doubles:
- * the caller then sums the values' list as before. The modules table sums each column by bound class and dtype exactly; the list of 15,000-30,000 floats
- * made for ``math.fsum`` per sum was ~80% of the table's time.
+ * the caller then sums the values' list as before. The modules table sums each column by bound class and dtype
+ * exactly; the list of 15,000-30,000 floats made for ``math.fsum`` per sum was ~80% of the table's time.
  *
  * The method is ``math.fsum``'s (CPython's Modules/mathmodule.c; J. R. Shewchuk, "Adaptive Precision
  * Floating-Point Arithmetic and Fast Robust Geometric Predicates", 1997): the running sum is kept exactly as
@@ -1561,13 +1539,13 @@ static PyObject *exact_sum(PyObject *self, PyObject *values) {
     Py_ssize_t used = 0, room = 32, i, j, k, n;
     int inexact = 0;
     const double *x;
+    PyObject *result = NULL;
     (void)self;
     if (PyObject_GetBuffer(values, &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
         return NULL;
     }
     if (view.ndim != 1 || view.itemsize != sizeof(double) || view.format == NULL || strcmp(view.format, "d") != 0) {
-        PyBuffer_Release(&view); /* (not native doubles -- float32, another byte order: the list's sum) */
-        Py_RETURN_NONE;
+        goto special; /* (not native doubles -- float32, another byte order: the list's sum) */
     }
     x = (const double *)view.buf;
     n = view.shape != NULL ? view.shape[0] : view.len / (Py_ssize_t)sizeof(double);
@@ -1597,11 +1575,8 @@ static PyObject *exact_sum(PyObject *self, PyObject *values) {
             if (used == room) {
                 double *grown = PyMem_Malloc(sizeof(double) * (size_t)(2 * room));
                 if (grown == NULL) {
-                    PyBuffer_Release(&view);
-                    if (partials != fixed) {
-                        PyMem_Free(partials);
-                    }
-                    return PyErr_NoMemory();
+                    PyErr_NoMemory();
+                    goto done;
                 }
                 memcpy(grown, partials, sizeof(double) * (size_t)used);
                 if (partials != fixed) {
@@ -1632,17 +1607,17 @@ static PyObject *exact_sum(PyObject *self, PyObject *values) {
             }
         }
     }
-    PyBuffer_Release(&view);
-    if (partials != fixed) {
-        PyMem_Free(partials);
-    }
-    return PyFloat_FromDouble(hi);
+    result = PyFloat_FromDouble(hi);
+    goto done;
 special:
+    Py_INCREF(Py_None);
+    result = Py_None;
+done:
     PyBuffer_Release(&view);
     if (partials != fixed) {
         PyMem_Free(partials);
     }
-    Py_RETURN_NONE;
+    return result;
 }
 
 static PyMethodDef methods[] = {
@@ -1662,7 +1637,7 @@ static PyMethodDef methods[] = {
     {"exact_sum", (PyCFunction)exact_sum, METH_O,
      "exact_sum(values) -> float | None\n\n"
      "math.fsum of a 1-D float64 buffer, without a float object a value; None where math.fsum would raise or\n"
-     "meets a value that is not finite."},
+     "meets a value that is not finite, and for a buffer of anything but native float64."},
     {"identity_codes", (PyCFunction)identity_codes, METH_O,
      "identity_codes(values: list) -> (codes: bytearray, distinct: list)\n\n"
      "Each value's number among the distinct objects of values, by identity (hloscope.roofline.tables."

@@ -120,7 +120,7 @@ def _child(path: str, chip: Any, read_fd: int, write_fd: int) -> None:  # pragma
         from hloscope.memory.footprint import footprint_and_model
         from hloscope.parsers import parse_hlo
 
-        # (the module and the memory model held to os._exit: freeing them, work the exit makes needless, was ~8%
+        # (the module and the memory model held to os._exit: freeing them, work the exit makes needless, was ~3%
         # of mixtral's child)
         module = parse_hlo(path)
         made, _held = footprint_and_model(module, chip)
