@@ -777,8 +777,8 @@ class HloModule(FrozenRecord):
     """
 
     __slots__ = ("name", "computations", "entry_name", "header_attributes", "num_partitions", "replica_count",
-                 "stack_frames", "source", "unknown_opcodes", "unknown_element_types", "_by_name")
-    _compared = __slots__[:-1]
+                 "stack_frames", "source", "unknown_opcodes", "unknown_element_types", "_by_name", "__weakref__")
+    _compared = __slots__[:-2]
     name: str
     computations: tuple[HloComputation, ...]
     entry_name: str

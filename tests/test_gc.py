@@ -96,3 +96,99 @@ def test_a_process_frozen_for_exit_freezes_what_paused_blocks_make() -> None:
     out = subprocess.run([sys.executable, "-c", _EXITING_PROBE], capture_output=True, text=True,
                          check=True).stdout.split()
     assert out == ["True", "True", "True"]
+
+
+# -- what a parse and an analysis leave behind -------------------------------------------------------------
+
+_LONG_BODY = "\n".join([
+    "HloModule m",
+    "",
+    "%add (a: f32[], b: f32[]) -> f32[] {",
+    "  %a = f32[] parameter(0)",
+    "  %b = f32[] parameter(1)",
+    "  ROOT %s = f32[] add(%a, %b)",
+    "}",
+    "",
+    "%long (p: f32[8]) -> f32[] {",  # (a computation other than the entry, long enough to be kept as rows)
+    "  %p = f32[8]{0} parameter(0)",
+    "  %z = f32[] constant(0)",
+    "  %r = f32[] reduce(f32[8]{0} %p, f32[] %z), dimensions={0}, to_apply=%add, metadata={op_name=\"jit(f)/sum\"}",
+    *[f"  %n{k} = f32[] negate(%r)" for k in range(140)],
+    "  ROOT %o = f32[] negate(%r)",
+    "}",
+    "",
+    "ENTRY %main (p: f32[8]) -> f32[] {",
+    "  %p = f32[8]{0} parameter(0)",
+    "  ROOT %l = f32[] call(%p), to_apply=%long",
+    "}",
+    "",
+])
+
+#: Shapes left to the parser (XLA's own test texts): its shape inference reads the instructions before.
+_SHAPELESS = """\
+HloModule m
+
+ENTRY test {
+  ROOT root = add(f32[10] parameter(0), multiply(f32[10] parameter(1), f32[10] parameter(2)))
+}
+"""
+
+
+def _collector_off():
+    gc.collect()
+    was = gc.isenabled()
+    gc.disable()
+    return was
+
+
+@pytest.mark.parametrize("text", [_LONG_BODY, _SHAPELESS], ids=["lazy-body", "inferred-shapes"])
+def test_a_parsed_module_is_freed_when_dropped_without_the_collector(text: str) -> None:
+    """Every instruction holds its parser (its attribute decoder), and the parser keeps the module's computations
+    only through a weak reference, and none of its instructions: dropping the module frees it by reference
+    counting, bodies built after the parse and attributes decoded included -- the cyclic collector is not needed (it runs rarely on the oldest
+    generation, where ``paused_gc`` moves a parse's objects: a cycle kept every module a process analyzed)."""
+    import weakref
+
+    from hloscope.parsers import parse_hlo_text
+
+    was = _collector_off()
+    try:
+        module = parse_hlo_text(text)
+        for comp in module.computations:
+            for inst in comp.instructions:  # (builds the lazy body)
+                inst.attributes, inst.metadata
+        parser = module.entry.instructions[-1]._decoder
+        assert parser.done.get(module.entry.name) is module.entry  # (the parser still finds them by name)
+        gone = weakref.ref(module)
+        del module, comp, inst
+        assert gone() is None
+        assert parser.done.get("main") is None and list(parser.done.values()) == []
+        del parser
+        assert gc.collect() == 0  # (nor an instruction kept by the parser: the index of its inference)
+    finally:
+        if was:
+            gc.enable()
+
+
+def test_an_analysis_leaves_no_cyclic_garbage() -> None:
+    """``hloscope.analyze`` of a module, its tables made, then dropped: nothing is left for the collector (the cost
+    walk's contexts held the walk's bound method, a cycle, until 2026-11-29)."""
+    from pathlib import Path
+
+    import hloscope
+
+    text = (Path(__file__).resolve().parents[1] / "fixtures" / "hlo" / "cpu_transformer_scan.hlo.txt").read_text()
+    for t in (text, _LONG_BODY):  # (a first analysis imports and fills caches: garbage of its own, once)
+        report = hloscope.analyze(t, chip="tpu-v5e")
+        report.ops, report.modules
+    del report
+    was = _collector_off()
+    try:
+        for t in (text, _LONG_BODY):
+            report = hloscope.analyze(t, chip="tpu-v5e")
+            report.ops, report.modules
+            del report
+            assert gc.collect() == 0
+    finally:
+        if was:
+            gc.enable()

@@ -118,8 +118,11 @@ def module_cost(module: HloModule) -> ModuleCost:
     bytes)."""
     analyzer = _Analyzer(module)
     rows: list[CostRow] = []
-    with paused_gc():  # a row per instruction, no garbage (see ``paused_gc``)
-        analyzer.visit(module.entry, 1.0, rows)
+    try:
+        with paused_gc():  # a row per instruction, no garbage (see ``paused_gc``)
+            analyzer.visit(module.entry, 1.0, rows)
+    finally:
+        analyzer.contexts.clear()  # (each holds the analyzer's bound method: a cycle only the collector frees)
     total = summed(rows)
     flags = total.flags | {UNKNOWN_ELEMENT_TYPE_FLAG} if module.unknown_element_types else total.flags
     return ModuleCost(module, rows, total.flops, total.transcendentals, total.bytes_read, total.bytes_written,

@@ -79,7 +79,8 @@ class ParserBase:
         self.computation = ""
         self.inline: list[HloComputation] = []
         self.line_starts: list[int] = []
-        #: Computations finished so far, by name (shape inference of ``call``/``conditional`` reads their roots).
+        #: Computations finished so far, by name (shape inference of ``call``/``conditional`` reads their roots);
+        #: after the parse, ``_hlo_text.ModuleComputations`` (the module's, held weakly).
         self.done: dict[str, HloComputation] = {}
         #: Instructions written in place inside an operand list, waiting to join the computation.
         self.pending: list[HloInstruction] = []

@@ -34,6 +34,7 @@ parse, errors, lexical reads), ``_hlo_decode.Decoder`` (attributes, metadata, st
 from __future__ import annotations
 
 import re
+import weakref
 from itertools import chain, compress, repeat
 from operator import attrgetter, is_, itemgetter, methodcaller
 
@@ -521,7 +522,7 @@ class _Parser(BodyReader, ShapeInference):
             raise self.error(f"more than one ENTRY computation: {entries[0].name!r}, {entries[1].name!r}",
                              self._line_pos(entries[1].line))
         entry = entries[0] if entries else computations[-1]
-        return HloModule(
+        module = HloModule(
             name or entry.name,
             tuple(computations),
             entry.name,
@@ -532,7 +533,38 @@ class _Parser(BodyReader, ShapeInference):
             self.source,
             frozenset(self.unknown_opcodes),
             _unknown_element_types(self.shapes.values()),
+            by_name,
         )
+        # Every instruction keeps this parser (its decoder): from now on the parser keeps the module's computations
+        # only through the module's weak reference, and none of its instructions (the index of the last shape
+        # inference), so that dropping the module frees it by reference counting instead of leaving a cycle for
+        # the collector's next full pass. (A lazy body is built without inference: its rows all have shapes.)
+        self.done = ModuleComputations(module)
+        self.infer_for, self.infer_index = None, {}
+        return module
+
+
+class ModuleComputations:
+    """A parsed module's computations by name (``get``, ``values``, ``in``: what the parser reads of its ``done``
+    dict), read through a weak reference to the module: after the parse the parser reads them only to name the
+    computation of an instruction whose attributes fail to decode, and must not keep them alive (each instruction
+    keeps the parser). Once the module is freed there are none."""
+
+    __slots__ = ("_module",)
+
+    def __init__(self, module: HloModule) -> None:
+        self._module = weakref.ref(module)
+
+    def get(self, name: str, default: HloComputation | None = None) -> HloComputation | None:
+        module = self._module()
+        return default if module is None else module._by_name.get(name, default)
+
+    def values(self) -> tuple[HloComputation, ...]:
+        module = self._module()
+        return () if module is None else module.computations
+
+    def __contains__(self, name: object) -> bool:
+        return self.get(name) is not None  # type: ignore[arg-type]
 
 
 def py_called_names(bodies: list[tuple[HloInstruction, ...]]) -> set[str]:

@@ -155,7 +155,7 @@ def _devices(ops: pd.DataFrame) -> set[tuple[str, str, int]]:
     hc, dc = _categorical_codes(ops["host"]), _categorical_codes(ops["device"])
     if hc is None or dc is None or ops["device_id"].dtype != np.int32:  # (ids packed in 32 bits below)
         return {(str(h), str(d), int(i)) for h, d, i in
-                ops[["host", "device", "device_id"]].drop_duplicates().itertuples(index=False)}
+                ops[["host", "device", "device_id"]].drop_duplicates().itertuples(index=False, name=None)}
     n_d = len(ops["device"].cat.categories)
     key = (hc.astype(np.int64) * n_d + dc) << 32
     key |= ops["device_id"].to_numpy().astype(np.int64) & 0xFFFFFFFF  # (two's complement of the int32 id)

@@ -395,7 +395,7 @@ def pairs_from_lines(ev: pd.DataFrame) -> dict[tuple[str, str], str]:
     pairs = {}
     done = ev["instruction"].astype(str).str.contains("-done", regex=False)
     for m, inst, text in ev.loc[done, ["module", "instruction", "hlo_text"]].drop_duplicates(
-            ["module", "instruction"]).itertuples(index=False):
+            ["module", "instruction"]).itertuples(index=False, name=None):
         found = _DONE_OPERAND.search(str(text))
         if found:
             pairs[(str(m), str(inst))] = found.group(1)

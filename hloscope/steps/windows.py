@@ -47,7 +47,7 @@ def step_windows(events: TraceEvents, devices: pd.DataFrame) -> tuple[pd.DataFra
     used: dict[str, int] = {}
     by_device, by_host = _marker_index(markers)
     for host, device, device_id, first_ps, last_ps in devices[
-            ["host", "device", "device_id", "first_ps", "last_ps"]].itertuples(index=False):
+            ["host", "device", "device_id", "first_ps", "last_ps"]].itertuples(index=False, name=None):
         key = (str(host), str(device), int(device_id))
         if key in by_device:
             mine, source = by_device[key], "device steps"
@@ -64,7 +64,7 @@ def step_windows(events: TraceEvents, devices: pd.DataFrame) -> tuple[pd.DataFra
                 source = "module runs"
                 rows.extend((host, device, device_id, i, str(m), source, int(s), int(s) + int(d))
                             for i, (m, s, d) in enumerate(r[["module", "start_ps", "duration_ps"]]
-                                                         .itertuples(index=False)))
+                                                         .itertuples(index=False, name=None)))
             else:
                 source = "trace"
                 rows.append((host, device, device_id, 0, "", source, int(first_ps), int(last_ps)))
@@ -107,7 +107,7 @@ def _widest(m: pd.DataFrame) -> list[tuple[int, int, int]]:
     import pandas as pd
 
     best: dict[tuple[str, int], tuple[int, int]] = {}
-    for i, (step, s, d) in enumerate(m[["step", "start_ps", "duration_ps"]].itertuples(index=False)):
+    for i, (step, s, d) in enumerate(m[["step", "start_ps", "duration_ps"]].itertuples(index=False, name=None)):
         k = ("nth", i) if pd.isna(step) else ("step", int(step))
         if k not in best or d > best[k][1] - best[k][0]:
             best[k] = (int(s), int(s) + int(d))
