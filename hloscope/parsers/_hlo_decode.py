@@ -13,6 +13,7 @@ from operator import attrgetter, is_, is_not
 from typing import TYPE_CHECKING, Any
 
 from hloscope._compiled import PURE_PYTHON, compiled
+from hloscope._regex import LazyPattern
 from hloscope.hlo import CALLED_COMPUTATION_ROLES, DecodedAttributes, HloInstruction, Metadata
 from hloscope.parsers import _hlo_re as r
 from hloscope.parsers._attribute_value import KNOWN, KNOWN_IF_READ, metadata_fields
@@ -238,18 +239,36 @@ def resolve_stack_frames(tables: dict[str, dict[int, str]]) -> dict[int, StackFr
 
     files = {k: r.unquote(v) if v.startswith('"') else v for k, v in tables.get("FileNames", {}).items()}
     functions = {k: r.unquote(v) if v.startswith('"') else v for k, v in tables.get("FunctionNames", {}).items()}
-    locations = {k: r.braced_fields(v) for k, v in tables.get("FileLocations", {}).items()}
+    # (a row as XLA prints it by one match; any other through ``braced_fields``, which reads the same fields)
+    locations: dict[int, tuple[int, int, int]] = {}
+    for k, v in tables.get("FileLocations", {}).items():
+        m = _LOCATION_ROW.match(v)
+        if m is not None:
+            locations[k] = (int(m[1]), int(m[2]), int(m[3]))
+        else:
+            fields = r.braced_fields(v)
+            locations[k] = (_int(fields.get("file_name_id")), _int(fields.get("function_name_id")),
+                            _int(fields.get("line")))
     frames = {}
     for frame_id, text in frames_table.items():
-        fields = r.braced_fields(text)
-        loc = locations.get(_int(fields.get("file_location_id")), {})
-        frames[frame_id] = StackFrame(
-            files.get(_int(loc.get("file_name_id")), ""),
-            functions.get(_int(loc.get("function_name_id")), ""),
-            _int(loc.get("line")),
-            _int(fields.get("parent_frame_id")),
-        )
+        m = _FRAME_ROW.match(text)
+        if m is not None:
+            location, parent = int(m[1]), int(m[2])
+        else:
+            fields = r.braced_fields(text)
+            location, parent = _int(fields.get("file_location_id")), _int(fields.get("parent_frame_id"))
+        file_id, function_id, line = locations.get(location, _NO_LOCATION)
+        frames[frame_id] = StackFrame(files.get(file_id, ""), functions.get(function_id, ""), line, parent)
     return frames
+
+
+#: Rows of ``FileLocations`` and ``StackFrames`` as XLA prints them (each field once, in the proto's order; at
+#: most 18 digits, which ``int`` reads exactly).
+_LOCATION_ROW = LazyPattern(r"\{file_name_id=(\d{1,18}) function_name_id=(\d{1,18}) line=(\d{1,18})"
+                            r"(?: end_line=\d{1,18} column=\d{1,18} end_column=\d{1,18})?\}\Z")
+_FRAME_ROW = LazyPattern(r"\{file_location_id=(\d{1,18}) parent_frame_id=(\d{1,18})\}\Z")
+#: A frame's location where its ``file_location_id`` names no row: ids 0 (what ``_int`` reads of nothing).
+_NO_LOCATION = (0, 0, 0)
 
 
 def _int(text: str | None) -> int:

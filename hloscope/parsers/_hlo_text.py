@@ -98,6 +98,10 @@ _VALUES = methodcaller("values")
 _BODY = attrgetter("_instructions")
 _TABLE_NAMES = frozenset({"FileNames", "FunctionNames", "FileLocations", "StackFrames"})
 _TABLE_ROW = LazyPattern(r"[ \t]*(\d+)[ \t]+([^\n]*?)[ \t\r]*$", re.MULTILINE)
+#: The lines from a position that each match ``_TABLE_ROW`` (a number, white space, the rest of the line).
+_TABLE_BLOCK = LazyPattern(r"(?:[ \t]*\d+[ \t][^\n]*(?:\n|\Z))*")
+_FIRST = itemgetter(0)
+_SECOND = itemgetter(1)
 #: ``INSTRUCTION_FAST`` anchored to end at a line end (the match covers exactly one line).
 _INSTRUCTION_LINE = LazyPattern(r.INSTRUCTION_FAST.pattern + r"(?=\n|\Z)", re.VERBOSE)
 _MODULE_HEADER = LazyPattern(r"\s*HloModule[ \t]+([^\s,]+)")
@@ -225,7 +229,16 @@ class _Parser(BodyReader, ShapeInference):
 
     def _table(self, pos: int, lineno: int, rows: dict[int, str]) -> tuple[int, int]:
         src = self.src
-        while pos < len(src):
+        # (the block's rows by one match and one findall: a match a row was half the parse of a small module)
+        end = _TABLE_BLOCK.match(src, pos).end()
+        found = _TABLE_ROW.findall(src, pos, end)
+        numbers = list(map(_FIRST, found))
+        if max(map(len, numbers), default=0) <= 18:
+            rows.update(zip(map(int, numbers), map(_SECOND, found)))
+            if end == len(src) and found and not src.endswith("\n"):
+                end += 1  # (as the loop below leaves a last row without a line break)
+            return end, lineno + len(found)
+        while pos < len(src):  # (the loop names the row of too many digits)
             m = _TABLE_ROW.match(src, pos)
             if m is None:
                 break

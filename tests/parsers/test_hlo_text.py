@@ -778,3 +778,35 @@ def test_a_string_with_an_escape_python_does_not_know_is_kept_without_a_warning(
         warnings.simplefilter("error")
         md = parse_hlo_text(text).entry.root.metadata
     assert md.op_name == "a\\db\nc"
+
+
+def test_stack_frame_rows_not_in_the_printed_form_read_the_same_fields() -> None:
+    """``resolve_stack_frames`` reads a row as XLA prints it by one match and any other row field by field: fields
+    in another order or missing (0), a number too long for the match, a location no row names."""
+    from hloscope.hlo_values import StackFrame
+    from hloscope.parsers._hlo_decode import resolve_stack_frames
+
+    tables = {
+        "FileNames": {1: '"a.py"', 2: "b.py"},
+        "FunctionNames": {1: '"f"'},
+        "FileLocations": {
+            1: "{file_name_id=1 function_name_id=1 line=7 end_line=7 column=1 end_column=2}",  # as printed
+            2: "{line=9 file_name_id=2}",  # fields reordered, one missing
+            3: "{file_name_id=1 function_name_id=1 line=" + "9" * 30 + "}",  # 30 digits
+            4: "{file_name_id=1 function_name_id=1 line=5 end_line=6}",  # a field of another printing
+        },
+        "StackFrames": {
+            1: "{file_location_id=1 parent_frame_id=0}",
+            2: "{parent_frame_id=1 file_location_id=2}",
+            3: "{file_location_id=3 parent_frame_id=2}",
+            4: "{file_location_id=8 parent_frame_id=3}",  # no such location
+            5: "{file_location_id=4 parent_frame_id=x}",
+        },
+    }
+    assert resolve_stack_frames(tables) == {
+        1: StackFrame("a.py", "f", 7, 0),
+        2: StackFrame("b.py", "", 9, 1),
+        3: StackFrame("a.py", "f", int("9" * 30), 2),
+        4: StackFrame("", "", 0, 3),
+        5: StackFrame("a.py", "f", 5, 0),
+    }
