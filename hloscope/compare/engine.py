@@ -148,11 +148,11 @@ def table_rows(report: Any, table: str, columns: Iterable[str] | None = None) ->
 
 def table_columns(report: Any, table: str, columns: Iterable[str]) -> dict[str, list[Any]]:
     """Column -> values (Python objects) of ``columns`` of ``report``'s ``ops`` or ``modules`` table, leaving out
-    columns the table lacks; what its own ``table_columns(table)`` gives when it has one
-    (``baseline.BaselineReport``: every column of the table, made without a DataFrame)."""
+    columns the table lacks; what its own ``table_columns(table, columns)`` gives when it has one
+    (``baseline.BaselineReport``: made without a DataFrame)."""
     own = getattr(report, "table_columns", None)
     if own is not None:
-        return own(table)
+        return own(table, columns)
     df = kept_table(report, table)
     return {c: column_list(df, c) for c in columns if c in df.columns}
 

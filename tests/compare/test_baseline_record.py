@@ -79,6 +79,10 @@ def test_baseline_report_rows_are_the_report_tables_rows():
         for name, values in columns.items():
             want = column_list(getattr(full, table), name)
             assert all(_same(w, g) and type(w) is type(g) for w, g in zip(want, values, strict=True)), name
+        asked = ("roofline_s", "no-such-column", "opcode" if table == "ops" else "name")  # (what the engine asks)
+        some = lean.table_columns(table, asked)
+        assert list(some) == [asked[0], asked[2]]  # (those the table has, in the order asked)
+        assert all(_same(w, g) for c in some for w, g in zip(columns[c], some[c], strict=True))
     for rules in (0.05, "roofline_s:+0,flops:+0,op.bound:+0"):
         assert compare(lean, a, rules=rules).to_json() == compare(full, a, rules=rules).to_json()
     assert lean.ops.equals(full.ops)  # the DataFrames, when asked for
