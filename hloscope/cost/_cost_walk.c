@@ -763,14 +763,13 @@ static PyObject *shared_rows(PyObject *self, PyObject *const *args, Py_ssize_t n
         const void *items[PTR_KEY_MAX];
         Py_ssize_t n_items = 0;
         size_t hash = 0;
-        int r, kind, remember = 0;
+        int kind, remember = 0;
         opcode = get_slot(inst, SLOT_OPCODE);
         if (opcode == NULL) {
             return NULL;
         }
         kind = opcode_kind(opcode_memo, opcode, Py_TYPE(inst) == SLOT_TYPE && SLOT_OFFSETS[SLOT_OPCODE] > 0, ruled,
                            keyed);
-        r = kind < 0 ? -1 : kind != OPCODE_OTHER;
         key = NULL;
         if (kind == OPCODE_RULED) {
             int made = shape_pointers(opcode, inst, index, shapes, items, &n_items);
@@ -798,10 +797,10 @@ static PyObject *shared_rows(PyObject *self, PyObject *const *args, Py_ssize_t n
             memo = PyTuple_GET_ITEM(keyed, 4);
         }
         Py_DECREF(opcode);
-        if (r <= 0) {
-            if (r < 0) {
-                return NULL;
-            }
+        if (kind < 0) {
+            return NULL;
+        }
+        if (kind == OPCODE_OTHER) {
             break;
         }
         if (key == NULL) {
