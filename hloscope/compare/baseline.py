@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from hloscope._atomic import write_file
-from hloscope._columns import kept_table
+from hloscope._columns import column_list, kept_table
 from hloscope._regex import LazyPattern
 from hloscope.compare.engine import DEFAULT_SIGNIFICANT, dims_of, rows
 from hloscope.errors import HloscopeError
@@ -274,6 +274,13 @@ def _round(x: Any) -> int | float | None:
     return x
 
 
+def _finite(x: Any) -> bool:
+    """Whether ``_round(x)`` is a number (not None)."""
+    if type(x) is float:
+        return x - x == 0.0  # (False for NaN and the infinities)
+    return _round(x) is not None
+
+
 def _clean(row: Mapping[str, Any], fields: tuple[str, ...]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for f in fields:
@@ -304,16 +311,25 @@ def record(report: Report, *, significant: float = DEFAULT_SIGNIFICANT, compiled
                     for m in rows(kept_table(report, "modules"), STORED_FIELDS["modules"]))
     total = sum(m["roofline_s"] or 0.0 for m in modules)
     threshold = significant * total
+    table = kept_table(report, "ops")
+    present = [c for c in STORED_FIELDS["ops"] if c in table.columns]
+    columns = {c: column_list(table, c) for c in present}
+    count = len(table)
+
+    def column(name: str) -> list[Any]:
+        return columns[name] if name in columns else [None] * count
+
     ops = []
-    for r in rows(kept_table(report, "ops"), STORED_FIELDS["ops"]):
-        opcode, roof = r.get("opcode"), r.get("roofline_s")
-        if r.get("category") == "unjoined" or not isinstance(opcode, str) or not opcode:
+    # (the kept ops picked column by column -- a 2B-parameter model's 15,000 ops keep a few -- and made rows)
+    for i, (opcode, category, kind, roof, flops) in enumerate(zip(column("opcode"), column("category"),
+                                                                  column("comm_kind"), column("roofline_s"),
+                                                                  column("flops"))):
+        if category == "unjoined" or not isinstance(opcode, str) or not opcode:
             continue  # a trace op without HLO
-        kind = r.get("comm_kind") if isinstance(r.get("comm_kind"), str) else ""
-        collective = bool(kind) and not opcode.endswith("-done")
-        unknown = _round(roof) is None or _round(r.get("flops")) is None  # NaN (or missing)
+        collective = isinstance(kind, str) and bool(kind) and not opcode.endswith("-done")
+        unknown = not (_finite(roof) and _finite(flops))  # (``_round`` gives None: NaN, missing)
         if collective or unknown or (roof > 0 and roof >= threshold):
-            ops.append(_clean(r, STORED_FIELDS["ops"]))
+            ops.append(_clean({c: columns[c][i] for c in present}, STORED_FIELDS["ops"]))
     ops.sort(key=lambda o: (o["module"], o["opcode"], o["op_name"], dims_of(o["result_shape"]),
                             -(o["roofline_s"] or 0.0), o["result_shape"]))
     return Baseline(report.chip.id, modules, tuple(ops), dict(compiled_for or {}), float(significant), test,

@@ -188,30 +188,34 @@ class Diff:
         significant: the share of A's roofline time from which an op is ``significant``.
         rules: the rules of ``verdict``.
 
-    The three tables are DataFrames made on first use from the rows ``compare`` built (the verdict and the
-    totals read the rows: the pytest plugin's check makes no DataFrame; three cost ~1.5 ms a test).
+    The three tables are DataFrames made on first use from what ``compare`` built (the verdict and the totals
+    read that: the pytest plugin's check makes no DataFrame; three cost ~1.5 ms a test). The ops are kept as
+    columns (``op_column``) and made into dicts only when asked for (``rows("ops")``, ``op_rows_at``): a report
+    compared with its baseline, which keeps only the significant ops, has a row for every op it has -- 15,000
+    on gemma4 2B -- of which the verdict reads a few.
     """
 
-    def __init__(self, a_label: str, b_label: str, op_rows: list[dict[str, Any]],
+    def __init__(self, a_label: str, b_label: str, op_columns: dict[str, Any],
                  module_rows: list[dict[str, Any]], collective_rows: list[dict[str, Any]], chip: ChipSpec,
                  notes: list[str] | None = None, significant: float = DEFAULT_SIGNIFICANT,
                  rules: tuple[Rule, ...] = ()) -> None:
         self.a_label, self.b_label, self.chip = a_label, b_label, chip
         self.notes = list(notes or [])
         self.significant, self.rules = significant, rules
-        self._rows = {"ops": op_rows, "modules": module_rows, "collectives": collective_rows}
+        self._op_columns = op_columns
+        self._rows: dict[str, list[dict[str, Any]]] = {"modules": module_rows, "collectives": collective_rows}
         self._frames: dict[str, pd.DataFrame] = {}
 
     def __repr__(self) -> str:
-        return (f"Diff(a_label={self.a_label!r}, b_label={self.b_label!r}, ops={len(self._rows['ops'])} rows, "
-                f"modules={len(self._rows['modules'])} rows, chip={self.chip.id!r})")
+        return (f"Diff(a_label={self.a_label!r}, b_label={self.b_label!r}, ops={len(self._op_columns['status'])} "
+                f"rows, modules={len(self._rows['modules'])} rows, chip={self.chip.id!r})")
 
     def _frame(self, table: str, columns: list[str]) -> pd.DataFrame:
         frame = self._frames.get(table)
         if frame is None:
             import pandas as pd
 
-            frame = self._frames[table] = pd.DataFrame(self._rows[table], columns=columns)
+            frame = self._frames[table] = pd.DataFrame(self.rows(table), columns=columns)
         return frame
 
     @property
@@ -229,12 +233,37 @@ class Diff:
     def rows(self, table: str) -> list[dict[str, Any]]:
         """The rows of ``ops``, ``modules`` or ``collectives`` as dicts of Python values, in the table's order
         (read them, do not change them: the DataFrames are made from them)."""
-        return self._rows[table]
+        return self.op_rows_at(None) if table == "ops" else self._rows[table]
+
+    def op_column(self, name: str) -> Any:
+        """Column ``name`` of ``ops`` (``OP_DIFF_COLUMNS``) as a numpy array in the table's order: float64 for
+        numbers, bool for flags, object (``str``) for text. Raises KeyError for another name."""
+        return self._op_columns[name]
+
+    def op_rows_at(self, at: Any) -> list[dict[str, Any]]:
+        """The rows of ``ops`` at the positions ``at`` (a numpy array of ascending ints, or None for every row)
+        as dicts of Python values, as ``rows("ops")`` holds them."""
+        every = self._rows.get("ops")
+        if every is None:
+            if at is not None and 8 * len(at) < len(self._op_columns["status"]):  # (a few of many)
+                return self._make_op_rows(at) if len(at) else []
+            every = self._rows["ops"] = self._make_op_rows(None)  # (made once, for every later reader)
+        return every if at is None else [every[i] for i in at.tolist()]
+
+    def _make_op_rows(self, at: Any) -> list[dict[str, Any]]:
+        import numpy as np
+
+        columns = self._op_columns
+        table = np.empty((len(columns["status"]) if at is None else len(at), len(columns)), dtype=object)
+        for j, v in enumerate(columns.values()):
+            table[:, j] = v if at is None else v[at]  # (a Python float, bool or str per cell)
+        names = list(columns)
+        return [dict(zip(names, row)) for row in table.tolist()]
 
     @property
     def changed(self) -> bool:
         """Whether any op or module differs."""
-        return (any(r["status"] != "unchanged" for r in self._rows["ops"])
+        return (bool((self._op_columns["status"] != "unchanged").any())
                 or any(m["status"] != "paired" for m in self._rows["modules"]))
 
     def total(self, name: str) -> tuple[float, float]:
@@ -297,118 +326,141 @@ def _records(df: pd.DataFrame) -> list[dict[str, Any]]:
 _OP_TEXT = ("instruction", "opcode", "op_name", "result_shape", "category", "dtype", "bound", "comm_kind")
 
 
-def _op_records(report: Any) -> dict[str, list[dict[str, Any]]]:
-    """module -> the rows of ``report``'s ops as dicts with clean text and float fields, keyed for pairing,
-    sorted by roofline time then FLOPs (largest first, NaN last). Cleaned column by column (a column the table
-    lacks: "" or NaN), then zipped into the rows."""
-    out: dict[str, list[dict[str, Any]]] = defaultdict(list)
+class _OpSide:
+    """One report's ops as columns, for pairing (``_op_side``).
+
+    ``text``: an object array of one column per text column (``_TEXT_AT``: ``_OP_TEXT`` and ``dims``);
+    ``fields``: a float64 array of one column per field of ``OP_FIELDS`` (``_FIELD_AT``); ``collective``: per op
+    ``is_collective``. Each has one row more at the end -- what an op the other side lacks reads: ``""``, 0.0,
+    False -- so that index -1 reads it.
+    ``by_module``: module -> its op indices sorted by roofline time then FLOPs (largest first, NaN last; ties in
+    table order); ``full`` / ``loose``: per op its ``(opcode, op_name, dims)`` and ``(opcode, op_name)``."""
+
+    __slots__ = ("text", "fields", "collective", "by_module", "full", "loose")
+
+
+#: Column of each field of ``OP_FIELDS`` in ``_OpSide.fields``.
+_FIELD_AT = {f: j for j, f in enumerate(OP_FIELDS)}
+#: Column of each text column in ``_OpSide.text``.
+_TEXT_AT = {c: j for j, c in enumerate((*_OP_TEXT, "dims"))}
+
+
+def _op_side(report: Any) -> _OpSide:
+    """``report``'s ops as an ``_OpSide``: text cleaned to ``str`` (a column the table lacks: ""), fields to
+    float (NaN when missing or not a number); a trace op without HLO (category ``unjoined``) takes its
+    instruction name as ``op_name``, with no opcode and no shape."""
+    import numpy as np
+
     columns = table_columns(report, "ops", ("module", *_OP_TEXT, *OP_FIELDS))
     count = len(next(iter(columns.values()))) if columns else 0
-    if not count:
-        return out
-    values = [[v if isinstance(v, str) else "" for v in columns[c]] if c in columns else [""] * count
-              for c in _OP_TEXT]
-    values += [[v if type(v) is float else _num(v) for v in columns[f]] if f in columns else [math.nan] * count
-               for f in OP_FIELDS]
-    keys = (*_OP_TEXT, *OP_FIELDS)
-    dims: dict[str, str] = {}  # result shape -> dims_of (a few hundred distinct shapes in a large table)
-    modules = columns["module"] if "module" in columns else [None] * count
-    for module, row in zip(modules, zip(*values)):
-        r = dict(zip(keys, row))
-        if r["category"] == "unjoined":  # a trace op's only identity is its name
-            r["op_name"], r["opcode"], r["result_shape"] = r["instruction"], "", ""
-        shape = r["result_shape"]
-        d = dims.get(shape)
-        if d is None:
-            d = dims[shape] = dims_of(shape)
-        r["dims"] = d
-        out[str(module)].append(r)
+    text = {c: [v if isinstance(v, str) else "" for v in columns[c]] if c in columns else [""] * count
+            for c in _OP_TEXT}
+    if "unjoined" in text["category"]:
+        for i, category in enumerate(text["category"]):
+            if category == "unjoined":  # (a trace op's only identity is its name)
+                text["op_name"][i], text["opcode"][i], text["result_shape"][i] = text["instruction"][i], "", ""
+    memo: dict[str, str] = {}  # result shape -> dims_of (a few hundred distinct shapes in a large table)
+    for shape in text["result_shape"]:
+        if shape not in memo:
+            memo[shape] = dims_of(shape)
+    text["dims"] = [memo[shape] for shape in text["result_shape"]]
+    side = _OpSide()
+    side.full = list(zip(text["opcode"], text["op_name"], text["dims"]))
+    side.loose = list(zip(text["opcode"], text["op_name"]))
+    side.collective = np.array([*map(is_collective, text["opcode"], text["comm_kind"]), False])
+    side.text = np.array([[*text[c], ""] for c in _TEXT_AT], dtype=object).T
+    fields = side.fields = np.zeros((count + 1, len(OP_FIELDS)))
+    fields[:count] = np.array([[v if type(v) is float else _num(v) for v in columns[f]] if f in columns
+                               else [math.nan] * count for f in OP_FIELDS], dtype=float).T
+    t, f = fields[:count, _FIELD_AT["roofline_s"]], fields[:count, _FIELD_AT["flops"]]
+    t_nan, f_nan = np.isnan(t), np.isnan(f)
+    order = np.lexsort((np.where(f_nan, 0.0, -f), f_nan, np.where(t_nan, 0.0, -t), t_nan)).tolist()  # (stable)
+    modules = [str(m) for m in columns["module"]] if "module" in columns else ["None"] * count
+    by_module: dict[str, list[int]] = {}
+    if len(set(modules)) == 1:
+        by_module[modules[0]] = order
+    else:
+        for i in order:
+            by_module.setdefault(modules[i], []).append(i)
+    side.by_module = by_module
+    return side
 
-    def order(r: dict[str, Any]) -> tuple[bool, float, bool, float]:
-        t, f = r["roofline_s"], r["flops"]
-        return (t != t, -t if t == t else 0.0, f != f, -f if f == f else 0.0)
 
-    for mine in out.values():
-        mine.sort(key=order)
-    return out
-
-
-def _pair(a: list[dict[str, Any]], b: list[dict[str, Any]], key: Any) -> tuple[list[tuple[dict, dict]], list[dict],
-                                                                                list[dict]]:
-    """Pair rows with equal ``key(row)`` in order (k-th with k-th); return the pairs and the leftovers (in
-    order)."""
+def _pair(a: list[int], b: list[int], keys_a: list[Any], keys_b: list[Any]) -> tuple[list[int], list[int],
+                                                                                       list[int], list[int]]:
+    """Pair the ops ``a`` and ``b`` (indices, in order) whose keys are equal, in order (k-th with k-th);
+    return the paired indices of each side and the leftovers of each (in order)."""
     queues: dict[Any, list[int]] = defaultdict(list)
-    for i, r in enumerate(b):
-        queues[key(r)].append(i)
+    for j in b:
+        queues[keys_b[j]].append(j)
     heads: dict[Any, int] = defaultdict(int)
     used = set()
-    pairs, rest_a = [], []
-    for r in a:
-        k = key(r)
+    pa, pb, rest_a = [], [], []
+    for i in a:
+        k = keys_a[i]
         q = queues.get(k)
         if q is not None and heads[k] < len(q):
             j = q[heads[k]]
             heads[k] += 1
             used.add(j)
-            pairs.append((r, b[j]))
+            pa.append(i)
+            pb.append(j)
         else:
-            rest_a.append(r)
-    return pairs, rest_a, [r for i, r in enumerate(b) if i not in used]
+            rest_a.append(i)
+    return pa, pb, rest_a, [j for j in b if j not in used]
 
 
-def _full_key(r: dict[str, Any]) -> tuple[str, str, str]:
-    return (r["opcode"], r["op_name"], r["dims"])
+def _op_diff(a: _OpSide, b: _OpSide, ia: list[int], ib: list[int], modules: list[str], measured: list[bool],
+             threshold: float) -> dict[str, Any]:
+    """The columns of ``Diff.ops`` (``OP_DIFF_COLUMNS``) of the op pairs ``(ia[k], ib[k])`` (-1: the side lacks
+    the op) of modules ``modules[k]``, whose time is measured time where ``measured[k]`` (both sides measured
+    the module), else roofline time; sorted by ``|time_delta|``, largest first, ties in pairing order, unknown
+    (NaN) deltas last in pairing order (pandas' ``sort_values(ascending=False, kind="stable")``). Text as
+    object arrays, numbers as float64 arrays, flags as bool arrays; an op compared against nothing reads "" and
+    0.0 there."""
+    import numpy as np
 
+    ia_, ib_ = np.array(ia, dtype=np.intp), np.array(ib, dtype=np.intp)
+    time_at = np.where(np.array(measured, dtype=bool), _FIELD_AT["measured_s"], _FIELD_AT["roofline_s"])
+    time_a, time_b = a.fields[ia_, time_at], b.fields[ib_, time_at]
+    time_delta = time_b - time_a
+    unknown = np.isnan(time_delta)
+    known = np.flatnonzero(~unknown)
+    order = np.concatenate([known[np.argsort(-np.abs(time_delta[known]), kind="stable")], np.flatnonzero(unknown)])
+    ia_, ib_, time_a, time_b, time_delta = ia_[order], ib_[order], time_a[order], time_b[order], time_delta[order]
 
-def _loose_key(r: dict[str, Any]) -> tuple[str, str]:
-    return (r["opcode"], r["op_name"])
-
-
-#: Per op field: its name and the diff's column names for A, B, delta and relative change.
-_FIELD_KEYS = tuple((f, f"{f}_a", f"{f}_b", f"{f}_delta", f"{f}_rel") for f in OP_FIELDS)
-
-
-def _op_row(module: str, ra: dict | None, rb: dict | None, both_measured: bool, threshold: float) -> dict[str, Any]:
-    ref = rb if rb is not None else ra
-    assert ref is not None
-    out: dict[str, Any] = {
-        "module": module, "op_name": ref["op_name"], "opcode": ref["opcode"], "dims": ref["dims"],
-        "category": ref["category"],
-        "instruction_a": ra["instruction"] if ra else "", "instruction_b": rb["instruction"] if rb else "",
-        "result_shape_a": ra["result_shape"] if ra else "", "result_shape_b": rb["result_shape"] if rb else "",
-        "dtype_a": ra["dtype"] if ra else "", "dtype_b": rb["dtype"] if rb else "",
-        "bound_a": ra["bound"] if ra else "", "bound_b": rb["bound"] if rb else "",
-        "comm_kind": ref["comm_kind"] or (ra["comm_kind"] if ra else ""),
-    }
-    moved = False
-    for f, key_a, key_b, key_delta, key_rel in _FIELD_KEYS:
-        va = ra[f] if ra is not None else 0.0
-        vb = rb[f] if rb is not None else 0.0
+    has_a, has_b = ia_ >= 0, ib_ >= 0
+    ta, tb = a.text[ia_], b.text[ib_]  # (ops x text columns)
+    ref = np.where(has_b[:, None], tb, ta)  # (B's op, else A's)
+    out: dict[str, Any] = {"module": np.array(modules, dtype=object)[order]}
+    for c in ("op_name", "opcode", "dims", "category"):
+        out[c] = ref[:, _TEXT_AT[c]]
+    for c in ("instruction", "result_shape", "dtype", "bound"):
+        out[f"{c}_a"], out[f"{c}_b"] = ta[:, _TEXT_AT[c]], tb[:, _TEXT_AT[c]]
+    comm_b, comm_a = tb[:, _TEXT_AT["comm_kind"]], ta[:, _TEXT_AT["comm_kind"]]
+    out["comm_kind"] = np.where(comm_b == "", comm_a, comm_b)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        va, vb = a.fields[ia_], b.fields[ib_]  # (ops x fields)
         delta = vb - va
-        out[key_a], out[key_b], out[key_delta] = va, vb, delta
-        out[key_rel] = delta / va if va else math.nan
-        if not moved and not (delta != delta or abs(delta) <= SAME * max(abs(va), abs(vb))):
-            moved = True
-    time_key = "measured_s" if both_measured else "roofline_s"
-    ta = ra[time_key] if ra is not None else 0.0
-    tb = rb[time_key] if rb is not None else 0.0
-    out["time_a"], out["time_b"], out["time_delta"] = ta, tb, tb - ta
-    out["reshaped"] = ra is not None and rb is not None and ra["dims"] != rb["dims"]
-    out["bound_changed"] = ra is not None and rb is not None and ra["bound"] != rb["bound"]
-    out["significant"] = ra is not None and (
-        is_collective(ra["opcode"], ra["comm_kind"]) or (ra["roofline_s"] > 0 and ra["roofline_s"] >= threshold))
-    if ra is None:
-        status = "appeared"
-    elif rb is None:
-        status = "vanished"
-    elif not moved and not out["reshaped"] and not out["bound_changed"]:
-        status = "unchanged"
-    elif not math.isnan(tb - ta) and abs(tb - ta) > SAME * max(abs(ta), abs(tb)):
-        status = "slower" if tb > ta else "faster"
-    else:
-        status = "changed"
+        rel = np.where(va != 0, delta / np.where(va != 0, va, 1.0), math.nan)
+        still = np.isnan(delta) | (np.abs(delta) <= SAME * np.maximum(np.abs(va), np.abs(vb)))
+        for f, j in _FIELD_AT.items():
+            out[f"{f}_a"], out[f"{f}_b"] = va[:, j], vb[:, j]
+            out[f"{f}_delta"], out[f"{f}_rel"] = delta[:, j], rel[:, j]
+        out["time_a"], out["time_b"], out["time_delta"] = time_a, time_b, time_delta
+        paired = has_a & has_b
+        reshaped = paired & (out["dims"] != ta[:, _TEXT_AT["dims"]])
+        bound_changed = paired & (out["bound_a"] != out["bound_b"])
+        out["reshaped"], out["bound_changed"] = reshaped, bound_changed
+        roof_a = va[:, _FIELD_AT["roofline_s"]]
+        out["significant"] = has_a & (a.collective[ia_] | ((roof_a > 0) & (roof_a >= threshold)))
+        timed = ~unknown[order] & (np.abs(time_delta) > SAME * np.maximum(np.abs(time_a), np.abs(time_b)))
+    status = np.where(timed, np.where(time_b > time_a, "slower", "faster"), "changed").astype(object)
+    status[still.all(axis=1) & ~reshaped & ~bound_changed] = "unchanged"
+    status[~has_b] = "vanished"
+    status[~has_a] = "appeared"
     out["status"] = status
-    return out
+    return {c: out[c] for c in OP_DIFF_COLUMNS}
 
 
 def _module_pairs(names_a: list[str], names_b: list[str]) -> list[tuple[str, str]]:
@@ -438,14 +490,18 @@ def _module_row(ma: str, mb: str, rows_a: dict[str, dict], rows_b: dict[str, dic
     return out
 
 
-def _collective_rows(module: str, ops_a: list[dict], ops_b: list[dict]) -> list[dict[str, Any]]:
+def _collective_rows(module: str, a: _OpSide, ops_a: list[int], b: _OpSide,
+                     ops_b: list[int]) -> list[dict[str, Any]]:
     stats: dict[str, list[float]] = {}
-    for side, ops in ((0, ops_a), (1, ops_b)):
-        for r in ops:
-            if is_collective(r["opcode"], r["comm_kind"]):
-                s = stats.setdefault(r["comm_kind"], [0, 0, 0.0, 0.0])
+    for side, ops, at in ((0, ops_a, a), (1, ops_b, b)):
+        collective, kinds = at.collective, at.text[:, _TEXT_AT["comm_kind"]]
+        wire = at.fields[:, _FIELD_AT["wire_bytes"]]
+        for i in ops:
+            if collective[i]:
+                s = stats.setdefault(kinds[i], [0, 0, 0.0, 0.0])
                 s[side] += 1
-                s[2 + side] += 0.0 if math.isnan(r["wire_bytes"]) else r["wire_bytes"]
+                w = float(wire[i])
+                s[2 + side] += 0.0 if math.isnan(w) else w
     rows = []
     for kind in sorted(stats):
         na, nb, wa, wb = stats[kind]
@@ -469,6 +525,8 @@ def compare(a: Report, b: Report, *, a_label: str = "A", b_label: str = "B",
             (and do not each have exactly one).
         hloscope.errors.ConfigError: a rule that does not parse.
     """
+    import numpy as np
+
     from hloscope.errors import ComparisonError
 
     parsed = resolve(rules)
@@ -493,30 +551,29 @@ def compare(a: Report, b: Report, *, a_label: str = "A", b_label: str = "B",
     rows_b = {str(r["name"]): r for r in module_rows_b}
     total_a = nansum([_num(r["roofline_s"]) for r in module_rows_a])
     threshold = significant * total_a
-    ops_a_by_module = _op_records(a)
-    ops_b_by_module = _op_records(b)
+    side_a, side_b = _op_side(a), _op_side(b)
 
-    op_rows: list[dict[str, Any]] = []
+    ia: list[int] = []
+    ib: list[int] = []
+    op_modules: list[str] = []
+    measured: list[bool] = []
     module_rows: list[dict[str, Any]] = []
     collective_rows: list[dict[str, Any]] = []
     every = [*pairs, *((m, "") for m in only_a), *(("", m) for m in only_b)]
     for ma, mb in every:
-        oa = ops_a_by_module.get(ma, []) if ma else []
-        ob = ops_b_by_module.get(mb, []) if mb else []
+        oa = side_a.by_module.get(ma, []) if ma else []
+        ob = side_b.by_module.get(mb, []) if mb else []
         name = mb or ma
-        both_measured = any(not math.isnan(r["measured_s"]) for r in oa) and \
-            any(not math.isnan(r["measured_s"]) for r in ob)
-        exact, left_a, left_b = _pair(oa, ob, _full_key)
-        loose, left_a, left_b = _pair(left_a, left_b, _loose_key)
-        for ra, rb in exact + loose:
-            op_rows.append(_op_row(name, ra, rb, both_measured, threshold))
-        op_rows.extend(_op_row(name, ra, None, both_measured, threshold) for ra in left_a)
-        op_rows.extend(_op_row(name, None, rb, both_measured, threshold) for rb in left_b)
+        both_measured = (bool(oa) and not np.isnan(side_a.fields[oa, _FIELD_AT["measured_s"]]).all()
+                         and bool(ob) and not np.isnan(side_b.fields[ob, _FIELD_AT["measured_s"]]).all())
+        pa, pb, left_a, left_b = _pair(oa, ob, side_a.full, side_b.full)
+        qa, qb, left_a, left_b = _pair(left_a, left_b, side_a.loose, side_b.loose)
+        ia += pa + qa + left_a + [-1] * len(left_b)
+        ib += pb + qb + [-1] * len(left_a) + left_b
+        k = len(pa) + len(qa) + len(left_a) + len(left_b)
+        op_modules += [name] * k
+        measured += [both_measured] * k
         module_rows.append(_module_row(ma, mb, rows_a, rows_b))
-        collective_rows.extend(_collective_rows(name, oa, ob))
-    # Largest |time_delta| first, ties in pairing order, unknown (NaN) deltas last in pairing order: pandas'
-    # ``sort_values(ascending=False, kind="stable")`` of that column.
-    known = [r for r in op_rows if r["time_delta"] == r["time_delta"]]
-    known.sort(key=lambda r: -abs(r["time_delta"]))
-    op_rows = known + [r for r in op_rows if r["time_delta"] != r["time_delta"]]
-    return Diff(a_label, b_label, op_rows, module_rows, collective_rows, a.chip, notes, significant, parsed)
+        collective_rows.extend(_collective_rows(name, side_a, oa, side_b, ob))
+    op_columns = _op_diff(side_a, side_b, ia, ib, op_modules, measured, threshold)
+    return Diff(a_label, b_label, op_columns, module_rows, collective_rows, a.chip, notes, significant, parsed)

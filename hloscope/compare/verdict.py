@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -257,12 +258,18 @@ def _op_label(r: dict[str, Any]) -> str:
 
 def apply_rules(d: Diff, rules: tuple[Rule, ...]) -> Verdict:
     """The verdict of ``rules`` on ``d`` (``Diff.check`` parses rule text first)."""
+    import numpy as np
+
     reg: list[Finding] = []
     imp: list[Finding] = []
     notes: list[str] = list(d.notes)
     modules = d.rows("modules")
     collectives = d.rows("collectives")
-    ops = d.rows("ops")
+    # The verdict reads a few kinds of ops (below): their rows are made from the diff's columns, in table order.
+    status, comm_kind = d.op_column("status"), d.op_column("comm_kind")
+    significant, reshaped = d.op_column("significant"), d.op_column("reshaped")
+    appeared, vanished = status == "appeared", status == "vanished"
+    paired = ~(appeared | vanished)
 
     def where(m: dict[str, Any]) -> str:
         a, b = m["module_a"], m["module_b"]
@@ -309,22 +316,23 @@ def apply_rules(d: Diff, rules: tuple[Rule, ...]) -> Verdict:
                 grown.add(key)
             add(rule, outcome, f)
     # Name the collective ops behind a new kind or a higher count: those A does not have.
-    for r in ops:
-        if r["status"] == "appeared" and is_collective(r["opcode"], r["comm_kind"]):
-            label = _op_label(r)
-            if (r["module"], r["comm_kind"]) in grown:
-                rule = next(x.text for x in count_rules)
-                reg.append(Finding(rule, "collective", r["module"], label, "new", None, r["wire_bytes_b"],
-                                   f"new {r['comm_kind']}"))
-            else:
-                c = next((c for c in collectives if (c["module"], c["comm_kind"]) == (r["module"], r["comm_kind"])), {})
-                same_count = c.get("count_a") == c.get("count_b")
-                notes.append(f"new collective op: {label} ({quantity(r['wire_bytes_b'], 'B')} on the wire"
-                             + ("; its kind's count is unchanged)" if same_count else ")"))
+    for r in d.op_rows_at(np.flatnonzero(appeared & (comm_kind != ""))):
+        if not is_collective(r["opcode"], r["comm_kind"]):
+            continue
+        label = _op_label(r)
+        if (r["module"], r["comm_kind"]) in grown:
+            rule = next(x.text for x in count_rules)
+            reg.append(Finding(rule, "collective", r["module"], label, "new", None, r["wire_bytes_b"],
+                               f"new {r['comm_kind']}"))
+        else:
+            c = next((c for c in collectives if (c["module"], c["comm_kind"]) == (r["module"], r["comm_kind"])), {})
+            same_count = c.get("count_a") == c.get("count_b")
+            notes.append(f"new collective op: {label} ({quantity(r['wire_bytes_b'], 'B')} on the wire"
+                         + ("; its kind's count is unchanged)" if same_count else ")"))
 
     # Significant ops of A whose identity B has (a reshaped pair is another identity: its cost is in the totals).
     op_found: list[tuple[int, Finding]] = []
-    same = [r for r in ops if r["significant"] and r["status"] not in ("appeared", "vanished") and not r["reshaped"]]
+    same = d.op_rows_at(np.flatnonzero(significant & paired & ~reshaped))
     for rule in (r for r in rules if r.scope == "op"):
         if rule.field in ("roofline_s", "measured_s", "flops", "hbm_bytes", "wire_bytes", "executions"):
             for m in modules:
@@ -360,7 +368,7 @@ def apply_rules(d: Diff, rules: tuple[Rule, ...]) -> Verdict:
             imp.append(f)
 
     # A cost that became unknown: a failure under any rule set (see the module docstring), never an improvement.
-    unknown = _unknown_costs(modules, ops, where)
+    unknown = _unknown_costs(d, modules, paired, where)
     if rules:
         reg[:0] = unknown
         hit = {f.module for f in unknown}
@@ -371,7 +379,10 @@ def apply_rules(d: Diff, rules: tuple[Rule, ...]) -> Verdict:
 
     # Notes: significant ops reshaped or gone, new significant ops (their cost shows in the totals).
     total_b = d.total("roofline_s")[1]
-    for r in ops:
+    roof_b = d.op_column("roofline_s_b")
+    with np.errstate(invalid="ignore"):
+        new = appeared & (comm_kind == "") & (roof_b > 0) & (roof_b >= d.significant * total_b)
+    for r in d.op_rows_at(np.flatnonzero((reshaped & significant & paired) | (vanished & significant) | new)):
         if r["reshaped"] and r["significant"] and r["status"] not in ("appeared", "vanished"):
             notes.append(f"reshaped: {_op_label(r)} ({quantity(r['roofline_s_a'], 's')} -> "
                          f"{quantity(r['roofline_s_b'], 's')}, {r['bound_a']}-bound"
@@ -385,20 +396,19 @@ def apply_rules(d: Diff, rules: tuple[Rule, ...]) -> Verdict:
     return Verdict(rules, tuple(reg), tuple(imp), tuple(notes), d.chip.id)
 
 
-def _unknown_costs(modules: list[dict[str, Any]], ops: list[dict[str, Any]], where: Any) -> list[Finding]:
+def _unknown_costs(d: Diff, modules: list[dict[str, Any]], paired: Any, where: Any) -> list[Finding]:
     """Findings (rule ``UNKNOWN_COST``) of every paired module whose ``cost_coverage`` fell, and of every op
-    paired on both sides whose roofline time or FLOPs was known in A and is unknown (NaN) in B.
+    paired on both sides (``paired``: per row of ``d.ops``) whose roofline time or FLOPs was known in A and is
+    unknown (NaN) in B.
 
     The instructions no longer costed are counted from the ops of each side whose roofline time is unknown (a
     baseline stores those since ``hloscope.baseline/3``)."""
+    import numpy as np
+
     out: list[Finding] = []
-    unknown_a: dict[str, int] = {}
-    unknown_b: dict[str, int] = {}
-    for r in ops:
-        if _missing(r["roofline_s_a"]):
-            unknown_a[r["module"]] = unknown_a.get(r["module"], 0) + 1
-        if _missing(r["roofline_s_b"]):
-            unknown_b[r["module"]] = unknown_b.get(r["module"], 0) + 1
+    op_modules = d.op_column("module")
+    unknown_a = Counter(op_modules[np.isnan(d.op_column("roofline_s_a"))].tolist())
+    unknown_b = Counter(op_modules[np.isnan(d.op_column("roofline_s_b"))].tolist())
     by_name = {}
     for m in modules:
         name = m["module_b"] or m["module_a"]
@@ -406,17 +416,16 @@ def _unknown_costs(modules: list[dict[str, Any]], ops: list[dict[str, Any]], whe
         a, b = m["cost_coverage_a"], m["cost_coverage_b"]
         if m["status"] != "paired" or _missing(a) or _missing(b) or not b < a - SAME:
             continue
-        more = unknown_b.get(name, 0) - unknown_a.get(name, 0)
-        now = unknown_b.get(name, 0)
+        more = unknown_b[name] - unknown_a[name]
+        now = unknown_b[name]
         note = (f"{more} instruction{'s' if more != 1 else ''} no longer costed" if more > 0 else
                 f"{now} instruction{'s' if now != 1 else ''} not costed")
         out.append(Finding(UNKNOWN_COST, "module", where(m), "total", "cost_coverage", a, b, note))
-    for r in ops:
-        if r["status"] in ("appeared", "vanished"):
-            continue
+    lost_any = np.zeros(len(paired), dtype=bool)
+    for f in ("roofline_s", "flops"):
+        lost_any |= ~np.isnan(d.op_column(f"{f}_a")) & np.isnan(d.op_column(f"{f}_b"))
+    for r in d.op_rows_at(np.flatnonzero(paired & lost_any)):
         lost = [f for f in ("roofline_s", "flops") if not _missing(r[f"{f}_a"]) and _missing(r[f"{f}_b"])]
-        if not lost:
-            continue
         note = ", ".join(f"{_LABELS[f]} {quantity(r[f'{f}_a'], _unit(f))} -> unknown" for f in lost)
         out.append(Finding(UNKNOWN_COST, "op", by_name.get(r["module"], r["module"]), _op_label(r), lost[0],
                            r[f"{lost[0]}_a"], math.nan, note))

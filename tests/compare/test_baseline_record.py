@@ -31,6 +31,18 @@ def test_record_keeps_collectives_and_significant_ops():
     assert set(big) == set(bl.STORED_FIELDS["ops"])
 
 
+def test_record_keeps_ops_of_unknown_cost_and_skips_trace_ops_without_hlo():
+    # Below the 1.025 ns bar: an op of unknown FLOPs (kept: a later run compares its cost), the -done half of an
+    # async collective (not a collective op of its own), a trace op that joined no instruction (no identity).
+    rows = ROWS + [op("cc.1", "custom-call", "jit(f)/opaque", "f32[4]", 0.1e-9, flops=math.nan),
+                   op("ag.2", "all-gather-done", "jit(f)/gather", "f32[16]", 0.0, bound="communication",
+                      comm_kind="all-gather"),
+                   op("trace.1", "", "", "", 5e-9, category="unjoined")]
+    b = bl.record(report(rows))
+    assert [o["op_name"] for o in b.ops] == ["jit(f)/psum", "jit(f)/opaque", "jit(f)/big", "jit(f)/mid"]
+    assert next(o for o in b.ops if o["opcode"] == "custom-call")["flops"] is None
+
+
 def test_unknown_numbers_are_null_and_read_back_as_nan():
     rows = [dict(ROWS[0], compute_s=math.nan)]
     b = bl.record(report(rows))

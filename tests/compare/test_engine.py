@@ -133,3 +133,66 @@ def test_the_engine_imports_no_analysis():
             "'hloscope.parsers')]; print(bad)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_rows_are_sorted_by_time_change_unknown_last_in_pairing_order():
+    # Times in units of 2**-30 s (exact in binary, so the tie is one). Deltas by hand: x +3, y -3 (a tie: pairing
+    # order, A's larger op first), z +1, u and v unknown (NaN time in B: no delta, so no move), w appeared (+2
+    # from nothing).
+    n = 2.0**-30
+    a = report([op("x.1", "fusion", "x", "f32[8]", 5 * n), op("y.1", "fusion", "y", "f32[8]", 9 * n),
+                op("z.1", "fusion", "z", "f32[8]", 1 * n), op("u.1", "fusion", "u", "f32[8]", 4 * n),
+                op("v.1", "fusion", "v", "f32[8]", 3 * n)])
+    b = report([op("x.2", "fusion", "x", "f32[8]", 8 * n), op("y.2", "fusion", "y", "f32[8]", 6 * n),
+                op("z.2", "fusion", "z", "f32[8]", 2 * n), op("u.2", "fusion", "u", "f32[8]", math.nan),
+                op("v.2", "fusion", "v", "f32[8]", math.nan), op("w.2", "fusion", "w", "f32[8]", 2 * n)])
+    d = compare(a, b)
+    assert d.ops["op_name"].tolist() == ["y", "x", "w", "z", "u", "v"]
+    assert d.ops["status"].tolist() == ["faster", "slower", "appeared", "slower", "unchanged", "unchanged"]
+    assert d.ops["time_delta"].tolist()[:4] == [-3 * n, 3 * n, 2 * n, 1 * n]
+    assert d.ops["roofline_s_rel"].tolist()[:4] == pytest.approx([-1 / 3, 3 / 5, math.nan, 1.0], nan_ok=True)
+
+
+def test_op_rows_are_python_values_however_they_are_asked_for():
+    # 40 ops appear beside one pair: asked for a few rows first, the diff makes only those; the rows are the
+    # same dicts of Python values as the whole table's.
+    import numpy as np
+
+    a = report([op("d.1", "dot", "jit(f)/dot", "f32[8,8]", 1e-6, bound="compute", flops=1024.0)])
+    extra = [op(f"e.{i}", "exponential", f"jit(f)/exp{i}", "f32[8]", 1e-9 * (i + 1)) for i in range(40)]
+    b = report([op("d.7", "dot", "jit(f)/dot", "f32[8,8]", 1e-6, bound="compute", flops=2048.0), *extra])
+    first = compare(a, b)
+    assert first.op_column("flops_delta").dtype == np.float64 and first.op_column("reshaped").dtype == bool
+    assert first.op_column("status").dtype == object
+    (paired,) = first.op_rows_at(np.flatnonzero(first.op_column("status") != "appeared"))
+    assert paired["flops_delta"] == 1024.0 and type(paired["flops_delta"]) is float
+    assert paired["significant"] is True and paired["reshaped"] is False and paired["status"] == "changed"
+    every = compare(a, b).rows("ops")
+    # Sorted by time change: the new ops (39 ns first), then the dot (its time unchanged).
+    assert len(every) == 41 and [r["op_name"] for r in every[:2]] == ["jit(f)/exp39", "jit(f)/exp38"]
+    assert _same_row(every[40], paired)
+    assert all(map(_same_row, first.op_rows_at(np.array([2, 40])), [every[2], every[40]]))
+
+
+def _same_row(x: dict, y: dict) -> bool:
+    """Equal dicts, NaN equal to NaN, each value of the same type."""
+    return list(x) == list(y) and all(type(x[k]) is type(y[k]) and (x[k] == y[k] or x[k] != x[k] and y[k] != y[k])
+                                      for k in x)
+
+
+def test_a_large_diff_reads_only_what_its_verdict_needs():
+    # A baseline-like A (one op) against B with 300 small new ops, one new collective, one new op above the
+    # significance bar and one new op of unknown FLOPs (new: no cost was lost): the verdict names the new
+    # collective kind and its op, the notes the new large op, and nothing else.
+    a = report([op("d.1", "dot", "jit(f)/dot", "f32[8,8]", 1e-6, bound="compute")])
+    small = [op(f"e.{i}", "exponential", f"jit(f)/exp{i}", "f32[8]", 1e-12) for i in range(300)]
+    b = report([op("d.7", "dot", "jit(f)/dot", "f32[8,8]", 1e-6, bound="compute"), *small,
+                op("ar.1", "all-reduce", "jit(f)/psum", "f32[8]", 1e-9, bound="communication",
+                   comm_kind="all-reduce", wire_bytes=32.0),
+                op("c.1", "convolution", "jit(f)/conv", "f32[4,4]", 5e-7),
+                op("cc.1", "custom-call", "jit(f)/opaque", "f32[4]", 1e-12, flops=math.nan)])
+    v = compare(a, b).check(["collective.count:+0", "op.roofline_s:+5%"])
+    assert [(f.scope, f.subject) for f in v.regressions] == [("collective", "all-reduce"),
+                                                             ("collective", "all-reduce jit(f)/psum [8]")]
+    assert v.notes == ("new op: convolution jit(f)/conv [4,4] f32 (500 ns, memory-bound)",)
+    assert not v.improvements
