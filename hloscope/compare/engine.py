@@ -341,6 +341,8 @@ class _OpSide:
 
 #: Column of each field of ``OP_FIELDS`` in ``_OpSide.fields``.
 _FIELD_AT = {f: j for j, f in enumerate(OP_FIELDS)}
+#: An op's ``status`` by its code in ``_op_diff``.
+_STATUS = ("slower", "faster", "changed", "unchanged", "vanished", "appeared")
 #: Column of each text column in ``_OpSide.text``.
 _TEXT_AT = {c: j for j, c in enumerate((*_OP_TEXT, "dims"))}
 
@@ -373,8 +375,8 @@ def _op_side(report: Any) -> _OpSide:
     fields[:count] = np.array([[v if type(v) is float else _num(v) for v in columns[f]] if f in columns
                                else [math.nan] * count for f in OP_FIELDS], dtype=float).T
     t, f = fields[:count, _FIELD_AT["roofline_s"]], fields[:count, _FIELD_AT["flops"]]
-    t_nan, f_nan = np.isnan(t), np.isnan(f)
-    order = np.lexsort((np.where(f_nan, 0.0, -f), f_nan, np.where(t_nan, 0.0, -t), t_nan)).tolist()  # (stable)
+    # (stable; numpy sorts NaN as equal to NaN, so -t of the NaN rows, all NaN, ties them as t_nan puts them last)
+    order = np.lexsort((-f, np.isnan(f), -t, np.isnan(t))).tolist()
     modules = [str(m) for m in columns["module"]] if "module" in columns else ["None"] * count
     by_module: dict[str, list[int]] = {}
     if len(set(modules)) == 1:
@@ -442,7 +444,7 @@ def _op_diff(a: _OpSide, b: _OpSide, ia: list[int], ib: list[int], modules: list
     with np.errstate(invalid="ignore", divide="ignore"):
         va, vb = a.fields[ia_], b.fields[ib_]  # (ops x fields)
         delta = vb - va
-        rel = np.where(va != 0, delta / np.where(va != 0, va, 1.0), math.nan)
+        rel = np.divide(delta, va, out=np.full(delta.shape, math.nan), where=va != 0)
         still = np.isnan(delta) | (np.abs(delta) <= SAME * np.maximum(np.abs(va), np.abs(vb)))
         for f, j in _FIELD_AT.items():
             out[f"{f}_a"], out[f"{f}_b"] = va[:, j], vb[:, j]
@@ -455,11 +457,11 @@ def _op_diff(a: _OpSide, b: _OpSide, ia: list[int], ib: list[int], modules: list
         roof_a = va[:, _FIELD_AT["roofline_s"]]
         out["significant"] = has_a & (a.collective[ia_] | ((roof_a > 0) & (roof_a >= threshold)))
         timed = ~unknown[order] & (np.abs(time_delta) > SAME * np.maximum(np.abs(time_a), np.abs(time_b)))
-    status = np.where(timed, np.where(time_b > time_a, "slower", "faster"), "changed").astype(object)
-    status[still.all(axis=1) & ~reshaped & ~bound_changed] = "unchanged"
-    status[~has_b] = "vanished"
-    status[~has_a] = "appeared"
-    out["status"] = status
+    status = np.where(timed, np.where(time_b > time_a, 0, 1), 2)  # (codes of _STATUS)
+    status[still.all(axis=1) & ~reshaped & ~bound_changed] = 3
+    status[~has_b] = 4
+    status[~has_a] = 5
+    out["status"] = np.array(_STATUS, dtype=object)[status]
     return {c: out[c] for c in OP_DIFF_COLUMNS}
 
 

@@ -684,6 +684,13 @@ def _present(codes, categories) -> list[str]:
 def nansum(values) -> float:
     """``Series.sum()`` of a float column (a float array, or a list of floats): NaN as 0, then numpy's pairwise
     sum. The modules table's totals, and ``compare.Diff``'s totals over its module rows."""
+    if type(values) is list and len(values) < 8:
+        # (numpy's pairwise sum adds fewer than 8 values one by one, from 0.0: the same sum, without the arrays)
+        total = 0.0
+        for v in values:
+            if v == v:
+                total += v
+        return float(total)
     import numpy as np
 
     return float(np.where(np.isnan(values), 0.0, values).sum())

@@ -180,3 +180,25 @@ def test_exact_sum_in_c_is_the_rational_sum(compiled_twin) -> None:
         assert exact_sum(np.array(special)) is None
     assert exact_sum(np.zeros(3, dtype=np.float32)) is None and exact_sum(np.ones(3, dtype=">f8")) is None
     assert group_sums(["m"] * 3, np.array([0.5, 0.25, 2.0], dtype=">f8"))["m"] == 2.75  # (the list's sum, then)
+
+
+def test_nansum_of_a_short_list_is_numpys_sum() -> None:
+    # ``nansum`` adds a list of fewer than 8 values itself: numpy's pairwise sum adds so few one by one, from the
+    # left (1e16 + 1 + 1 is 1e16 that way, 1e16 + 2 the other). The oracle is numpy's own sum of the array.
+    import numpy as np
+
+    from hloscope.roofline.tables import nansum
+
+    rng = random.Random(20261129)
+    cases = [[1e16, 1.0, 1.0], [1.0, 1e16, 1.0, 1.0], [-0.0], [], [math.nan], [math.inf, -math.inf],
+             [math.nan, 2.5, -0.0, 1e-300]]
+    for _ in range(2000):
+        cases.append([rng.choice([math.nan, -0.0, rng.uniform(-1, 1) * 10.0 ** rng.randint(-12, 16)])
+                      for _ in range(rng.randint(0, 12))])
+    for values in cases:
+        with np.errstate(invalid="ignore"):  # (inf + -inf)
+            want = float(np.where(np.isnan(values), 0.0, values).sum()) if values else 0.0
+        got = nansum(values)
+        assert got == want or (math.isnan(got) and math.isnan(want)), values
+        assert math.copysign(1.0, got) == math.copysign(1.0, want) or math.isnan(want), values
+    assert nansum([1e16, 1.0, 1.0]) == 1e16
