@@ -35,7 +35,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from hloscope._columns import column_list, kept_table
+from hloscope._columns import column_array, column_codes, column_list, kept_table
 from hloscope._regex import LazyPattern
 from hloscope.compare.rules import Rule, RuleSpec, resolve
 from hloscope.roofline.tables import nansum
@@ -353,10 +353,18 @@ def _op_side(report: Any) -> _OpSide:
     instruction name as ``op_name``, with no opcode and no shape."""
     import numpy as np
 
-    columns = table_columns(report, "ops", ("module", *_OP_TEXT, *OP_FIELDS))
-    count = len(next(iter(columns.values()))) if columns else 0
-    text = {c: [v if isinstance(v, str) else "" for v in columns[c]] if c in columns else [""] * count
-            for c in _OP_TEXT}
+    if getattr(report, "table_columns", None) is None:  # (a report's table, read by its arrays and codes)
+        table = kept_table(report, "ops")
+        count = len(table)
+        text = {c: _text_column(table, c, count) for c in _OP_TEXT}
+        modules = column_list(table, "module") if "module" in table.columns else [None] * count
+    else:  # (a baseline's rows: lists)
+        table = None
+        columns = table_columns(report, "ops", ("module", *_OP_TEXT, *OP_FIELDS))
+        count = len(next(iter(columns.values()))) if columns else 0
+        text = {c: [v if isinstance(v, str) else "" for v in columns[c]] if c in columns else [""] * count
+                for c in _OP_TEXT}
+        modules = columns["module"] if "module" in columns else [None] * count
     if "unjoined" in text["category"]:
         for i, category in enumerate(text["category"]):
             if category == "unjoined":  # (a trace op's only identity is its name)
@@ -372,12 +380,14 @@ def _op_side(report: Any) -> _OpSide:
     side.collective = np.array([*map(is_collective, text["opcode"], text["comm_kind"]), False])
     side.text = np.array([[*text[c], ""] for c in _TEXT_AT], dtype=object).T
     fields = side.fields = np.zeros((count + 1, len(OP_FIELDS)))
-    fields[:count] = np.array([[v if type(v) is float else _num(v) for v in columns[f]] if f in columns
-                               else [math.nan] * count for f in OP_FIELDS], dtype=float).T
+    if count:
+        fields[:count] = np.array([_float_column(table, f, count) if table is not None else
+                                   [v if type(v) is float else _num(v) for v in columns[f]] if f in columns
+                                   else [math.nan] * count for f in OP_FIELDS], dtype=float).T
     t, f = fields[:count, _FIELD_AT["roofline_s"]], fields[:count, _FIELD_AT["flops"]]
     # (stable; numpy sorts NaN as equal to NaN, so -t of the NaN rows, all NaN, ties them as t_nan puts them last)
     order = np.lexsort((-f, np.isnan(f), -t, np.isnan(t))).tolist()
-    modules = [str(m) for m in columns["module"]] if "module" in columns else ["None"] * count
+    modules = [str(m) for m in modules]
     by_module: dict[str, list[int]] = {}
     if len(set(modules)) == 1:
         by_module[modules[0]] = order
@@ -386,6 +396,33 @@ def _op_side(report: Any) -> _OpSide:
             by_module.setdefault(modules[i], []).append(i)
     side.by_module = by_module
     return side
+
+
+def _text_column(table: Any, name: str, count: int) -> list[str]:
+    """Column ``name`` of an ops table as ``str`` values ("" for any other value, and for a missing column): a
+    coded column cleaned on its categories and gathered by its codes."""
+    import numpy as np
+
+    if name not in table.columns:
+        return [""] * count
+    coded = column_codes(table, name)
+    if coded is None:
+        return [v if isinstance(v, str) else "" for v in column_list(table, name)]
+    codes, categories = coded
+    return np.array([v if isinstance(v, str) else "" for v in categories.tolist()], dtype=object)[codes].tolist()
+
+
+def _float_column(table: Any, name: str, count: int) -> Any:
+    """Column ``name`` of an ops table as float64 (the stored array when it is one; NaN for a missing column,
+    and, as ``_num``, for a value that is not a number)."""
+    import numpy as np
+
+    if name not in table.columns:
+        return np.full(count, math.nan)
+    try:
+        return column_array(table, name)
+    except (TypeError, ValueError):
+        return np.array([_num(v) for v in column_list(table, name)], dtype=float)
 
 
 def _pair(a: list[int], b: list[int], keys_a: list[Any], keys_b: list[Any]) -> tuple[list[int], list[int],

@@ -348,13 +348,16 @@ def apply_rules(d: Diff, rules: tuple[Rule, ...]) -> Verdict:
                 if ra is None or rb is None:
                     continue
                 outcome = _judge(rule, float(ra), float(rb))
-                finding = Finding(rule.text, "op", r["module"], _op_label(r), "bound", r["bound_a"], r["bound_b"])
-                op_found.append((outcome, finding))
+                if outcome:  # (an op within the rule is neither: no finding made)
+                    op_found.append((outcome, Finding(rule.text, "op", r["module"], _op_label(r), "bound",
+                                                      r["bound_a"], r["bound_b"])))
                 continue
             a, b = r[f"{rule.field}_a"], r[f"{rule.field}_b"]
             if _missing(a) or _missing(b):
                 continue
-            op_found.append((_judge(rule, a, b), Finding(rule.text, "op", r["module"], _op_label(r), rule.field, a, b)))
+            outcome = _judge(rule, a, b)
+            if outcome:
+                op_found.append((outcome, Finding(rule.text, "op", r["module"], _op_label(r), rule.field, a, b)))
 
     def size(f: Finding) -> float:
         if f.field == "bound":

@@ -196,3 +196,22 @@ def test_a_large_diff_reads_only_what_its_verdict_needs():
                                                              ("collective", "all-reduce jit(f)/psum [8]")]
     assert v.notes == ("new op: convolution jit(f)/conv [4,4] f32 (500 ns, memory-bound)",)
     assert not v.improvements
+
+
+def test_a_static_reports_coded_columns_compare_as_its_dataframes(fixtures_dir):
+    # A static analysis keeps its tables as columns (text coded: categories and codes), which the comparison
+    # reads by their codes; the same tables as DataFrames are read value by value. Both give the same diff.
+    import hloscope
+    from hloscope.result import Report
+
+    a = hloscope.analyze(str(fixtures_dir / "hlo" / "tpu-v5e_collectives.hlo.txt"), chip="tpu-v5e")
+    b = hloscope.analyze(str(fixtures_dir / "hlo" / "cpu_collectives.hlo.txt"), chip="tpu-v5e")
+    assert hasattr(a.table("ops"), "coded")  # (the coded path is the one under test)
+
+    def frames(r):
+        return Report(r.ops.copy(), r.modules.copy(), r.chip, {"static": True}, [])
+
+    coded, plain = compare(a, b), compare(frames(a), frames(b))
+    assert len(coded.rows("ops")) > 10 and set(coded.ops["status"]) >= {"appeared", "vanished"}
+    assert all(map(_same_row, coded.rows("ops"), plain.rows("ops")))
+    assert coded.check(0.05).lines() == plain.check(0.05).lines()
