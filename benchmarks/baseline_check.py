@@ -6,14 +6,15 @@ Usage (from the repository root)::
     python benchmarks/baseline_check.py --hlo A.hlo B.hlo  # any HLO text files instead
     python benchmarks/baseline_check.py --repeat 9
 
-A test that gates a model's train step with ``hloscope_roofline.check_baseline`` pays, after the analysis, for
-what ``check_baseline`` does with the report (``hloscope/pytest_plugin.py``): the baseline record of the run
-(``baseline.record``: the memory footprint for ``peak_bytes``, then the module totals and the significant ops),
-the stored baseline read (``baseline.from_json``) and the comparison with it (``compare`` and its verdict). The
+A test that gates a model's train step with ``hloscope.check_baseline`` (the plugin's fixture) pays, after the
+analysis, for what ``check_baseline`` does with the report (``hloscope/pytest_plugin.py``): the baseline record
+of the run (``baseline.record``: the memory footprint for ``peak_bytes``, then the module totals and the
+significant ops), the stored baseline read (``baseline.from_json``) and the comparison with it (``compare`` and
+its verdict). The
 stored baseline here is the record of the same module, so the check passes, as it does on most CI runs: the
 comparison pairs the stored ops with the report's and has a row for every other op (``appeared``).
 
-Rows, per module (best of ``--repeat``, each stage timed on its own report, taken in turn with the others --
+Rows, per module (best of ``--repeat``, taken in turn with the others --
 ``parse.times_interleaved`` -- so that a drifting host slows all of one turn):
 
 * ``ops``: the number of the report's ops (the comparison's rows);
@@ -59,18 +60,16 @@ def main(argv: list[str] | None = None) -> int:
     for path in paths:
         text = path.read_text()
         report = analyze(text, chip=spec)
-        stored_text = bl.to_json(bl.record(report))
-        stored_report = analyze(text, chip=spec)
-        stored_report.memory  # noqa: B018 - (record's first stage, timed on its own row)
+        stored_text = bl.to_json(bl.record(report))  # (its memory computed: record's first stage has its own row)
 
         def memory() -> object:
             return analyze(text, chip=spec).memory
 
         def check() -> object:
-            return compare(bl.BaselineReport(bl.from_json(stored_text), spec), stored_report, rules=0.05).verdict
+            return compare(bl.BaselineReport(bl.from_json(stored_text), spec), report, rules=0.05).verdict
 
         def record() -> object:
-            return bl.record(stored_report)
+            return bl.record(report)
 
         times = times_interleaved([lambda: analyze(text, chip=spec), memory, record, check], args.repeat)
         best = [min(t) for t in times]

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping
 from hloscope._atomic import write_file
 from hloscope._columns import column_list, kept_table
 from hloscope._regex import LazyPattern
-from hloscope.compare.engine import DEFAULT_SIGNIFICANT, dims_of, rows
+from hloscope.compare.engine import DEFAULT_SIGNIFICANT, dims_of, is_collective, rows
 from hloscope.errors import HloscopeError
 
 if TYPE_CHECKING:
@@ -326,7 +326,7 @@ def record(report: Report, *, significant: float = DEFAULT_SIGNIFICANT, compiled
                                                                   column("flops"))):
         if category == "unjoined" or not isinstance(opcode, str) or not opcode:
             continue  # a trace op without HLO
-        collective = isinstance(kind, str) and bool(kind) and not opcode.endswith("-done")
+        collective = isinstance(kind, str) and is_collective(opcode, kind)
         unknown = not (_finite(roof) and _finite(flops))  # (``_round`` gives None: NaN, missing)
         if collective or unknown or (roof > 0 and roof >= threshold):
             ops.append(_clean({c: columns[c][i] for c in present}, STORED_FIELDS["ops"]))
