@@ -15,7 +15,7 @@ PURE_PYTHON = os.environ.get("HLOSCOPE_PURE_PYTHON", "") not in ("", "0")
 #: The interface version each extension must declare (its ``ABI`` constant; none declared reads 0): raised, in
 #: the C file and here together, when a function's arguments or results change, so that a build from an older
 #: source is not called the new way (its functions read as missing).
-ABI = {"hloscope.cost._cost_walk": 3, "hloscope.parsers._attribute_scan": 2}
+ABI = {"hloscope.cost._cost_walk": 4, "hloscope.parsers._attribute_scan": 2}
 
 
 def compiled(module: str, name: str) -> Callable | None:

@@ -24,7 +24,9 @@
  * cut -- is in ``keyed[4]`` (``_Analyzer.by_attributes``). A key this cannot make (a text, operand or called
  * computation ``attribute_key`` refuses) or does not find stops it there, as ``visit``
  * then costs the instruction and fills the memo. ``attribute_key_of(inst, index, shapes, keyed, collective)``
- * gives the key alone (tests hold it equal to ``attribute_key``'s).
+ * gives the key alone (tests hold it equal to ``attribute_key``'s). A ``call`` gets its row (cost ``ZERO``) and
+ * its callees' rows here when ``keyed[12]`` (``_Analyzer.call_rows``, else None) holds the rows of each callee at
+ * this count, which ``visit`` made at an earlier call site.
  *
  * tests/cost/test_shared_costs.py holds the walk's rows equal with and without it on every fixture and corpus
  * module. Built as an optional extension (setup.py): without it ``visit`` makes every row itself. */
@@ -668,17 +670,79 @@ static int append_row(PyTypeObject *cost_row, PyObject *computation, PyObject *i
 
 /* Whether keyed is shared_rows' keyed tuple (see the comment at the top). */
 static int keyed_ok(PyObject *keyed) {
-    return PyTuple_Check(keyed) && PyTuple_GET_SIZE(keyed) == 12 && PyAnySet_Check(PyTuple_GET_ITEM(keyed, 0))
+    return PyTuple_Check(keyed) && PyTuple_GET_SIZE(keyed) == 13 && PyAnySet_Check(PyTuple_GET_ITEM(keyed, 0))
            && PyAnySet_Check(PyTuple_GET_ITEM(keyed, 2)) && PyAnySet_Check(PyTuple_GET_ITEM(keyed, 3))
            && PyDict_Check(PyTuple_GET_ITEM(keyed, 4)) && PyDict_Check(PyTuple_GET_ITEM(keyed, 5))
            && PyDict_Check(PyTuple_GET_ITEM(keyed, 6)) && PyCallable_Check(PyTuple_GET_ITEM(keyed, 7))
            && PyCallable_Check(PyTuple_GET_ITEM(keyed, 8)) && PyDict_Check(PyTuple_GET_ITEM(keyed, 9))
-           && PyDict_Check(PyTuple_GET_ITEM(keyed, 10)) && PyLong_Check(PyTuple_GET_ITEM(keyed, 11));
+           && PyDict_Check(PyTuple_GET_ITEM(keyed, 10)) && PyLong_Check(PyTuple_GET_ITEM(keyed, 11))
+           && (PyTuple_GET_ITEM(keyed, 12) == Py_None || PyDict_Check(PyTuple_GET_ITEM(keyed, 12)));
 }
 
 /* What shared_rows does with an opcode: leave it to visit, a shape key (``ruled``), the free opcodes' ZERO
- * (keyed[0]), an attribute key (keyed[2]; a collective's, keyed[3]). */
-enum { OPCODE_OTHER, OPCODE_RULED, OPCODE_FREE, OPCODE_KEYED, OPCODE_KEYED_COLLECTIVE };
+ * (keyed[0]), an attribute key (keyed[2]; a collective's, keyed[3]), a ``call``'s rows (keyed[12]). */
+enum { OPCODE_OTHER, OPCODE_RULED, OPCODE_FREE, OPCODE_KEYED, OPCODE_KEYED_COLLECTIVE, OPCODE_CALL };
+
+/* Most callees one ``call`` names that call_rows looks up (more: left to visit). */
+#define CALL_ROWS_MAX_CALLEES 4
+
+/* The rows of a ``call`` whose callees' rows at this count visit made before (``_Analyzer.call_rows``, keyed[12]):
+ * 1 with the call's own row (cost keyed[1], ZERO) and each callee's rows appended to out, as visit appends them;
+ * 0 (nothing appended) when one is not there yet, or the called computations are not the plain dict of tuples
+ * visit reads; -1 on error. */
+static int call_rows(PyObject *inst, PyObject *keyed, PyObject *computation, PyObject *count, PyTypeObject *cost_row,
+                     PyObject *out) {
+    static const char *const roles[] = {"to_apply", "calls"}; /* (visit's order) */
+    PyObject *memo = PyTuple_GET_ITEM(keyed, 12), *called, *made[CALL_ROWS_MAX_CALLEES];
+    Py_ssize_t n_made = 0, i, k;
+    int r;
+    if (memo == Py_None) {
+        return 0;
+    }
+    called = get_slot(inst, SLOT_CALLS);
+    if (called == NULL) {
+        return -1;
+    }
+    if (!PyDict_CheckExact(called)) {
+        Py_DECREF(called);
+        return 0;
+    }
+    for (i = 0; i < 2; i++) {
+        PyObject *callees = PyDict_GetItemString(called, roles[i]); /* (borrowed; str keys: no error to lose) */
+        if (callees == NULL) {
+            continue;
+        }
+        if (!PyTuple_CheckExact(callees) || n_made + PyTuple_GET_SIZE(callees) > CALL_ROWS_MAX_CALLEES) {
+            Py_DECREF(called);
+            return 0;
+        }
+        for (k = 0; k < PyTuple_GET_SIZE(callees); k++) {
+            PyObject *key = PyTuple_Pack(2, PyTuple_GET_ITEM(callees, k), count), *rows;
+            if (key == NULL) {
+                Py_DECREF(called);
+                return -1;
+            }
+            rows = PyDict_GetItemWithError(memo, key); /* (borrowed: memo keeps it) */
+            Py_DECREF(key);
+            if (rows == NULL || !PyList_CheckExact(rows)) {
+                Py_DECREF(called);
+                return PyErr_Occurred() ? -1 : 0;
+            }
+            made[n_made++] = rows;
+        }
+    }
+    Py_DECREF(called); /* (memo, which the caller holds, keeps the lists in made alive) */
+    if (append_row(cost_row, computation, inst, PyTuple_GET_ITEM(keyed, 1), count, out) < 0) {
+        return -1;
+    }
+    for (i = 0; i < n_made; i++) {
+        r = PyList_SetSlice(out, PY_SSIZE_T_MAX, PY_SSIZE_T_MAX, made[i]); /* (out += made[i]) */
+        if (r < 0) {
+            return -1;
+        }
+    }
+    return 1;
+}
 
 /* Kept per call by the opcode object's address (a parse shares one string per distinct opcode; the sets do not
  * change while the call runs): one pointer compare a row instead of up to four set lookups. Only an opcode read
@@ -701,7 +765,10 @@ static int opcode_kind(OpcodeKind *memo, PyObject *opcode, int held, PyObject *r
     kind = OPCODE_RULED;
     if (r == 0) {
         kind = OPCODE_OTHER;
-        if (keyed != NULL) {
+        if (keyed != NULL && PyTuple_GET_ITEM(keyed, 12) != Py_None && PyUnicode_Check(opcode)
+            && PyUnicode_CompareWithASCIIString(opcode, "call") == 0) {
+            kind = OPCODE_CALL;
+        } else if (keyed != NULL) {
             r = PySet_Contains(PyTuple_GET_ITEM(keyed, 0), opcode);
             kind = OPCODE_FREE;
             if (r == 0) {
@@ -790,6 +857,16 @@ static PyObject *shared_rows(PyObject *self, PyObject *const *args, Py_ssize_t n
             Py_DECREF(opcode);
             if (append_row(cost_row, computation, inst, PyTuple_GET_ITEM(keyed, 1), count, out) < 0) {
                 return NULL;
+            }
+            continue;
+        } else if (kind == OPCODE_CALL) { /* (a call whose callees' rows are known: those rows again) */
+            int done = call_rows(inst, keyed, computation, count, cost_row, out);
+            Py_DECREF(opcode);
+            if (done < 0) {
+                return NULL;
+            }
+            if (done == 0) {
+                break;
             }
             continue;
         } else if (kind == OPCODE_KEYED || kind == OPCODE_KEYED_COLLECTIVE) {
@@ -1655,10 +1732,10 @@ static struct PyModuleDef module = {
 };
 
 /* ABI: the interface version (hloscope._compiled.ABI): 2 since shared_rows takes its keyed tuple and table_columns
- * gives the rows' fields; 3 since keyed holds work_by_columns' three items. */
+ * gives the rows' fields; 3 since keyed holds work_by_columns' three items; 4 since it holds the call rows memo. */
 PyMODINIT_FUNC PyInit__cost_walk(void) {
     PyObject *m = PyModule_Create(&module);
-    if (m != NULL && PyModule_AddIntConstant(m, "ABI", 3) < 0) {
+    if (m != NULL && PyModule_AddIntConstant(m, "ABI", 4) < 0) {
         Py_CLEAR(m);
     }
     return m;

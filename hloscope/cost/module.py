@@ -248,6 +248,11 @@ SHARE_STRUCTURES = True
 #: Whether ``_Analyzer.visit`` shares the cost of instructions of one ``structure.attribute_key`` (dots, reduces,
 #: collectives, custom calls...); tests turn it off to compare every row with and without.
 SHARE_ATTRIBUTE_KEYS = True
+#: Whether ``_Analyzer.visit`` makes the rows of a ``call`` once per (callee, execution count) and repeats them at
+#: each later call site of that count (a helper jitted inside a layer is called at every layer: on the corpus's
+#: gemma4 module, 273 callee visits of 24 computations, ~1.7 ms of a ~15 ms cost walk); tests turn it off to
+#: compare every row with and without.
+SHARE_CALL_ROWS = True
 @cache
 def keyed_opcodes() -> frozenset[str]:
     """The opcodes whose cost is shared by ``structure.attribute_key``: those with a rule (``cost.RULES``), less
@@ -266,7 +271,7 @@ SHARE_MIN_COMPUTATIONS = 64
 
 class _Analyzer:
     __slots__ = ("module", "totals", "work", "work_by_columns", "fusion_bytes", "contexts", "by_shapes",
-                 "by_attributes", "bare_texts", "structures", "work_by_structure", "bytes_by_structure")
+                 "by_attributes", "bare_texts", "structures", "work_by_structure", "bytes_by_structure", "call_rows")
 
     def __init__(self, module: HloModule) -> None:
         self.module = module
@@ -288,6 +293,9 @@ class _Analyzer:
         self.by_shapes: dict[tuple, OpCost] = {}
         #: ``structure.attribute_key`` -> cost, for the other opcodes with a rule (dots, reduces, collectives...).
         self.by_attributes: dict[tuple, OpCost] = {}
+        #: (callee name, count) -> the rows a ``call`` of it appends (its instructions' and those of what they run):
+        #: a callee called again as often makes the same rows (a jitted helper called at each layer).
+        self.call_rows: dict[tuple[str, float], list[CostRow]] = {}
 
     def context(self, comp: HloComputation) -> CostContext:
         ctx = self.contexts.get(comp.name)
@@ -369,7 +377,7 @@ class _Analyzer:
         file's top comment gives."""
         return (FREE_OPCODES, ZERO, keyed_opcodes(), _COLLECTIVES, self.by_attributes, self.work, self.bare_texts,
                 without_metadata, self.computation_work, self.work_by_columns, self.module._by_name,
-                _SMALL_COMPUTATION)
+                _SMALL_COMPUTATION, self.call_rows if SHARE_CALL_ROWS else None)
 
     def visit(self, comp: HloComputation, count: float, rows: list[CostRow],
               instructions: Iterable[HloInstruction] | None = None) -> None:
@@ -443,7 +451,13 @@ class _Analyzer:
             elif opcode == "call":
                 append(CostRow(name, inst, ZERO, count))
                 for callee in inst.called_computations.get("to_apply", ()) + inst.called_computations.get("calls", ()):
-                    self.visit(self.module.computation(callee), count, rows)
+                    made = self.call_rows.get((callee, count)) if SHARE_CALL_ROWS else None
+                    if made is None:
+                        start = len(rows)
+                        self.visit(self.module.computation(callee), count, rows)
+                        made = self.call_rows[callee, count] = rows[start:]
+                    else:
+                        rows += made  # (rows are immutable tuples: shared, as equal rows would be)
             elif opcode == "async-start" or (opcode.endswith("-start") and "calls" in inst.called_computations):
                 # Async wrappers print as async-start or as <wrapped opcode>-start (call-start, slice-start,
                 # reduce-scatter-start, ...): the wrapped computation's cost, once.

@@ -1539,7 +1539,7 @@ static int fill_shapes(PyObject *rows, PyObject *shapes, PyObject *parse_shape) 
 /* ``_finish``'s checks of one body: 1 when the names are unique and every operand names one of them, 0 when not,
  * -1 on error. With ``index`` (not NULL), the body's name -> row index dict is handed over in *index when the checks
  * pass (``HloComputation.name_index``, which the cost walk reads for every computation it visits: made here for the
- * entry, whose 23,000 names took ~1.5 ms more in Python).
+ * entry, whose 23,000 names took ~1.5 ms more in Python, and for a loop body as long as a lazy one).
  *
  * With the body's name table (``table``, 1-byte text) and no operand name it missed (NAME_MISSES), the table
  * answers: the names are unique unless it saw one twice, the operands of every row build_range built are names of
@@ -1925,7 +1925,9 @@ static int read_one(PyObject *src, int kind, const void *data, Py_ssize_t length
             goto done;
         }
     }
-    r = body_checks(insts, rows, is_entry ? &index : NULL, names.rows != NULL ? &names : NULL);
+    /* (the index of the entry, and of a long body read here rather than kept lazy -- a loop's, which the cost walk
+     * visits as it does the entry --: made with the checks, presized, not again in Python) */
+    r = body_checks(insts, rows, is_entry || n >= max_lines ? &index : NULL, names.rows != NULL ? &names : NULL);
     if (r <= 0) {
         result = r;
         goto done;

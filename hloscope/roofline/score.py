@@ -147,11 +147,25 @@ def result_dtype(shape: Shape) -> str:
     """The peak-table dtype of an instruction without a matmul: its result's element type (Notes, step 1); of a
     tuple, the first leaf's that the chip tables know, an ``int32`` leaf only when it is the only one (an index
     beside the data); ``f32`` when none is known."""
-    leaves = [s.element_type for s in shape.leaves() if s.is_array]
-    for cls in _known_classes(leaves):
-        if cls != "int32" or len(leaves) == 1:
+    from hloscope.roofline.chips import canonical_dtype
+
+    # One pass over the leaves that stops at the first known class other than int32 (a loop's state tuple has
+    # hundreds of leaves, its counter first): what the rule above returns whatever the leaves after it are.
+    arrays = 0
+    only_int32 = False  # (the first array leaf's class is int32: its answer when it is the only leaf)
+    for leaf in shape.leaves():
+        if not leaf.is_array:
+            continue
+        arrays += 1
+        try:
+            cls = canonical_dtype(leaf.element_type)
+        except ValueError:
+            continue
+        if cls != "int32":
             return cls
-    return "f32"
+        if arrays == 1:
+            only_int32 = True
+    return "int32" if only_int32 and arrays == 1 else "f32"
 
 
 #: Prefix of the cost flag ``hloscope.cost.dot`` sets on an f32 matmul above DEFAULT precision

@@ -287,7 +287,7 @@ def test_c_key_answers_small_computations_from_the_columns_memo() -> None:
     assert key[-1] == (("to_apply", (sentinel,)),) and calls == [] and analyzer.work["add.2"] is sentinel
     # Larger than keyed[11]: left to the method (which answers from the same memo, by its own bound).
     del analyzer.work["add.2"]
-    key = c_key(r2, entry.name_index(), entry.shapes, keyed[:11] + (len(add2.opcodes) - 1,), False)
+    key = c_key(r2, entry.name_index(), entry.shapes, keyed[:11] + (len(add2.opcodes) - 1,) + keyed[12:], False)
     assert calls == ["add.2"] and key[-1] == (("to_apply", (sentinel,)),)
     # Not in the memo: the method is called and costs it.
     del analyzer.work["add.2"]
@@ -394,3 +394,78 @@ def test_attribute_keyed_sharing_changes_no_row(monkeypatch, corpus_dir) -> None
         assert _same(shared, alone), path.name
         checked += 1
     assert checked > 300 or not corpus_dir.exists(), checked
+
+
+_CALLS = """HloModule calls
+
+%helper (x: f32[64,64]) -> f32[64,64] {
+  %x = f32[64,64]{1,0} parameter(0)
+  %e = f32[64,64]{1,0} exponential(f32[64,64]{1,0} %x)
+  ROOT %m = f32[64,64]{1,0} multiply(f32[64,64]{1,0} %e, f32[64,64]{1,0} %x)
+}
+
+%body (s: (s32[], f32[64,64])) -> (s32[], f32[64,64]) {
+  %s = (s32[], f32[64,64]{1,0}) parameter(0)
+  %i = s32[] get-tuple-element((s32[], f32[64,64]{1,0}) %s), index=0
+  %v = f32[64,64]{1,0} get-tuple-element((s32[], f32[64,64]{1,0}) %s), index=1
+  %c1 = f32[64,64]{1,0} call(f32[64,64]{1,0} %v), to_apply=%helper
+  %c2 = f32[64,64]{1,0} call(f32[64,64]{1,0} %c1), to_apply=%helper
+  %one = s32[] constant(1)
+  %n = s32[] add(s32[] %i, s32[] %one)
+  ROOT %t = (s32[], f32[64,64]{1,0}) tuple(s32[] %n, f32[64,64]{1,0} %c2)
+}
+
+%cond (s: (s32[], f32[64,64])) -> pred[] {
+  %s = (s32[], f32[64,64]{1,0}) parameter(0)
+  %i = s32[] get-tuple-element((s32[], f32[64,64]{1,0}) %s), index=0
+  %lim = s32[] constant(4)
+  ROOT %lt = pred[] compare(s32[] %i, s32[] %lim), direction=LT
+}
+
+ENTRY %main (p: f32[64,64]) -> f32[64,64] {
+  %p = f32[64,64]{1,0} parameter(0)
+  %a = f32[64,64]{1,0} call(f32[64,64]{1,0} %p), to_apply=%helper
+  %zero = s32[] constant(0)
+  %init = (s32[], f32[64,64]{1,0}) tuple(s32[] %zero, f32[64,64]{1,0} %a)
+  %w = (s32[], f32[64,64]{1,0}) while((s32[], f32[64,64]{1,0}) %init), condition=%cond, body=%body, backend_config={"known_trip_count":{"n":"4"}}
+  %r = f32[64,64]{1,0} get-tuple-element((s32[], f32[64,64]{1,0}) %w), index=1
+  ROOT %b = f32[64,64]{1,0} call(f32[64,64]{1,0} %r), to_apply=%helper
+}
+"""
+
+
+def test_a_callee_called_again_counts_at_every_call_site() -> None:
+    """A helper called twice from the entry (once each) and twice from a loop body of 4 trips runs 2 + 2 x 4 = 10
+    times: 10 x 64 x 64 = 40,960 multiplies and as many exponentials, plus the loop's 4 counter adds and 5
+    compares (the condition runs once more than the body); each call site keeps its own rows of the helper."""
+    mc = module_cost(parse_hlo_text(_CALLS))
+    assert mc.flops == 10 * 64 * 64 + 4 + 5
+    assert mc.transcendentals == 10 * 64 * 64
+    helper = [(r.instruction.name, r.count) for r in mc.rows if r.computation == "helper"]
+    assert helper == [("x", 1.0), ("e", 1.0), ("m", 1.0)] + [("x", 4.0), ("e", 4.0), ("m", 4.0)] * 2 + [
+        ("x", 1.0), ("e", 1.0), ("m", 1.0)]
+
+
+def test_call_rows_sharing_changes_no_row(monkeypatch, corpus_dir) -> None:
+    """Every fixture and corpus module under 1 MB that calls a computation costs to the same rows, in the same
+    order, with and without the rows of a callee repeated per (callee, execution count) (``SHARE_CALL_ROWS``)."""
+    from pathlib import Path
+
+    paths = sorted((Path(__file__).resolve().parents[2] / "fixtures" / "hlo").glob("*.hlo.txt"))
+    paths += sorted(p for d in ("hlo_cpu", "hlo_gpu", "hlo_tpu", "hlo_generic") for p in (corpus_dir / d).glob("*")
+                    if p.suffix in (".hlo", ".txt") and p.stat().st_size < 1_000_000)
+    texts = [_CALLS] + [t for t in (p.read_text(encoding="utf-8", errors="replace") for p in paths) if " call(" in t]
+    maker = walk.shared_rows
+    checked = 0
+    for text in texts:
+        try:
+            parse_hlo_text(text)
+        except Exception:  # noqa: BLE001 - texts that are not one module (XLA test files): not costed
+            continue
+        shared = _walked(text, monkeypatch, maker)
+        monkeypatch.setattr(walk, "SHARE_CALL_ROWS", False)
+        alone = _walked(text, monkeypatch, maker)
+        monkeypatch.setattr(walk, "SHARE_CALL_ROWS", True)
+        assert _same(shared, alone)
+        checked += 1
+    assert checked > 10 or not corpus_dir.exists(), checked

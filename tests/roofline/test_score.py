@@ -144,3 +144,23 @@ ENTRY %main (p: (bf77[2], f32[2])) -> f32[2] {
     assert parse_hlo_text(known).unknown_element_types == frozenset()
     for path in sorted((Path(__file__).resolve().parents[2] / "fixtures" / "hlo").glob("*.hlo.txt")):
         assert parse_hlo_text(path.read_text()).unknown_element_types == frozenset(), path.name
+
+
+@pytest.mark.parametrize("shape_text, expected", [
+    ("s32[]", "int32"),  # the only leaf: its class, int32 included
+    ("(s32[], bf16[8,8])", "bf16"),  # a loop's state: the counter passed over
+    ("(s32[], s32[4])", "f32"),  # int32 only, two leaves: none is the dtype
+    ("((s32[]), (bf77[2], f8e4m3fn[2]), f32[2])", "fp8"),  # depth first, unknown types passed over
+    ("(s32[], token[])", "int32"),  # a token is no array: the int32 is the only leaf
+    ("(bf77[2], s32[])", "f32"),  # two array leaves, one unknown: the int32 stays passed over
+    ("(bf77[2])", "f32"),
+    ("()", "f32"),
+])
+def test_result_dtype_of_tuples(shape_text, expected):
+    """``result_dtype``: a tuple's first leaf a chip table knows, int32 only when it is the only array leaf, else
+    f32 -- the rule as its docstring words it, worked by hand per shape (``canonical_dtype``: s32 is int32,
+    f8e4m3fn is fp8)."""
+    from hloscope.parsers._hlo_re import parse_shape
+    from hloscope.roofline.score import result_dtype
+
+    assert result_dtype(parse_shape(shape_text)) == expected
