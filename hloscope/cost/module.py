@@ -253,6 +253,8 @@ SHARE_ATTRIBUTE_KEYS = True
 #: gemma4 module, 273 callee visits of 24 computations, ~1.7 ms of a ~15 ms cost walk); tests turn it off to
 #: compare every row with and without.
 SHARE_CALL_ROWS = True
+
+
 @cache
 def keyed_opcodes() -> frozenset[str]:
     """The opcodes whose cost is shared by ``structure.attribute_key``: those with a rule (``cost.RULES``), less
