@@ -371,28 +371,39 @@ def test_attribute_keys_made_in_c_equal_the_specification(corpus_dir) -> None:
     assert made > 1000
 
 
-def test_attribute_keyed_sharing_changes_no_row(monkeypatch, corpus_dir) -> None:
-    """Every fixture and corpus module costs to the same rows, in the same order, with and without the sharing
-    by ``attribute_key``."""
+def _module_texts(corpus_dir, max_bytes: int):
+    """(name, text) of every fixture and corpus HLO file under ``max_bytes``."""
     from pathlib import Path
 
     paths = sorted((Path(__file__).resolve().parents[2] / "fixtures" / "hlo").glob("*.hlo.txt"))
     paths += sorted(p for d in ("hlo_cpu", "hlo_gpu", "hlo_tpu", "hlo_generic") for p in (corpus_dir / d).glob("*")
-                    if p.suffix in (".hlo", ".txt") and p.stat().st_size < 5_000_000)
+                    if p.suffix in (".hlo", ".txt") and p.stat().st_size < max_bytes)
+    return [(p.name, p.read_text(encoding="utf-8", errors="replace")) for p in paths]
+
+
+def _switch_changes_no_row(monkeypatch, switch: str, texts) -> int:
+    """Assert that each text that is one module costs to the same rows, in the same order, with the walk's
+    ``switch`` (a module flag of ``cost.module``) on and off; the number of modules compared."""
     maker = walk.shared_rows
     checked = 0
-    for path in paths:
-        text = path.read_text(encoding="utf-8", errors="replace")
+    for name, text in texts:
         try:
             parse_hlo_text(text)
         except Exception:  # noqa: BLE001 - texts that are not one module (XLA test files): not costed
             continue
         shared = _walked(text, monkeypatch, maker)
-        monkeypatch.setattr(walk, "SHARE_ATTRIBUTE_KEYS", False)
+        monkeypatch.setattr(walk, switch, False)
         alone = _walked(text, monkeypatch, maker)
-        monkeypatch.setattr(walk, "SHARE_ATTRIBUTE_KEYS", True)
-        assert _same(shared, alone), path.name
+        monkeypatch.setattr(walk, switch, True)
+        assert _same(shared, alone), name
         checked += 1
+    return checked
+
+
+def test_attribute_keyed_sharing_changes_no_row(monkeypatch, corpus_dir) -> None:
+    """Every fixture and corpus module costs to the same rows, in the same order, with and without the sharing
+    by ``attribute_key``."""
+    checked = _switch_changes_no_row(monkeypatch, "SHARE_ATTRIBUTE_KEYS", _module_texts(corpus_dir, 5_000_000))
     assert checked > 300 or not corpus_dir.exists(), checked
 
 
@@ -449,23 +460,6 @@ def test_a_callee_called_again_counts_at_every_call_site() -> None:
 def test_call_rows_sharing_changes_no_row(monkeypatch, corpus_dir) -> None:
     """Every fixture and corpus module under 1 MB that calls a computation costs to the same rows, in the same
     order, with and without the rows of a callee repeated per (callee, execution count) (``SHARE_CALL_ROWS``)."""
-    from pathlib import Path
-
-    paths = sorted((Path(__file__).resolve().parents[2] / "fixtures" / "hlo").glob("*.hlo.txt"))
-    paths += sorted(p for d in ("hlo_cpu", "hlo_gpu", "hlo_tpu", "hlo_generic") for p in (corpus_dir / d).glob("*")
-                    if p.suffix in (".hlo", ".txt") and p.stat().st_size < 1_000_000)
-    texts = [_CALLS] + [t for t in (p.read_text(encoding="utf-8", errors="replace") for p in paths) if " call(" in t]
-    maker = walk.shared_rows
-    checked = 0
-    for text in texts:
-        try:
-            parse_hlo_text(text)
-        except Exception:  # noqa: BLE001 - texts that are not one module (XLA test files): not costed
-            continue
-        shared = _walked(text, monkeypatch, maker)
-        monkeypatch.setattr(walk, "SHARE_CALL_ROWS", False)
-        alone = _walked(text, monkeypatch, maker)
-        monkeypatch.setattr(walk, "SHARE_CALL_ROWS", True)
-        assert _same(shared, alone)
-        checked += 1
+    texts = [("_CALLS", _CALLS)] + [(n, t) for n, t in _module_texts(corpus_dir, 1_000_000) if " call(" in t]
+    checked = _switch_changes_no_row(monkeypatch, "SHARE_CALL_ROWS", texts)
     assert checked > 10 or not corpus_dir.exists(), checked
