@@ -385,15 +385,16 @@ def apply_rules(d: Diff, rules: tuple[Rule, ...]) -> Verdict:
     roof_b = d.op_column("roofline_s_b")
     with np.errstate(invalid="ignore"):
         new = appeared & (comm_kind == "") & (roof_b > 0) & (roof_b >= d.significant * total_b)
-    for r in d.op_rows_at(np.flatnonzero((reshaped & significant & paired) | (vanished & significant) | new)):
-        if r["reshaped"] and r["significant"] and r["status"] not in ("appeared", "vanished"):
+    reshaped_significant, gone = reshaped & significant & paired, vanished & significant  # (disjoint, and from new)
+    at = np.flatnonzero(reshaped_significant | gone | new)
+    for i, r in zip(at.tolist(), d.op_rows_at(at)):
+        if reshaped_significant[i]:
             notes.append(f"reshaped: {_op_label(r)} ({quantity(r['roofline_s_a'], 's')} -> "
                          f"{quantity(r['roofline_s_b'], 's')}, {r['bound_a']}-bound"
                          + (f" -> {r['bound_b']}-bound)" if r["bound_a"] != r["bound_b"] else ")"))
-        elif r["status"] == "vanished" and r["significant"]:
+        elif gone[i]:
             notes.append(f"op gone: {_op_label(r)} (was {quantity(r['roofline_s_a'], 's')}, {r['bound_a']}-bound)")
-        elif r["status"] == "appeared" and not r["comm_kind"] and r["roofline_s_b"] > 0 \
-                and r["roofline_s_b"] >= d.significant * total_b:
+        else:
             notes.append(f"new op: {_op_label(r)} {r['dtype_b']} ({quantity(r['roofline_s_b'], 's')}, "
                          f"{r['bound_b']}-bound)")
     return Verdict(rules, tuple(reg), tuple(imp), tuple(notes), d.chip.id)
@@ -424,11 +425,11 @@ def _unknown_costs(d: Diff, modules: list[dict[str, Any]], paired: Any, where: A
         note = (f"{more} instruction{'s' if more != 1 else ''} no longer costed" if more > 0 else
                 f"{now} instruction{'s' if now != 1 else ''} not costed")
         out.append(Finding(UNKNOWN_COST, "module", where(m), "total", "cost_coverage", a, b, note))
-    lost_any = np.zeros(len(paired), dtype=bool)
-    for f in ("roofline_s", "flops"):
-        lost_any |= ~np.isnan(d.op_column(f"{f}_a")) & np.isnan(d.op_column(f"{f}_b"))
-    for r in d.op_rows_at(np.flatnonzero(paired & lost_any)):
-        lost = [f for f in ("roofline_s", "flops") if not _missing(r[f"{f}_a"]) and _missing(r[f"{f}_b"])]
+    fields = ("roofline_s", "flops")
+    lost_at = {f: paired & ~np.isnan(d.op_column(f"{f}_a")) & np.isnan(d.op_column(f"{f}_b")) for f in fields}
+    at = np.flatnonzero(lost_at["roofline_s"] | lost_at["flops"])
+    for i, r in zip(at.tolist(), d.op_rows_at(at)):
+        lost = [f for f in fields if lost_at[f][i]]
         note = ", ".join(f"{_LABELS[f]} {quantity(r[f'{f}_a'], _unit(f))} -> unknown" for f in lost)
         out.append(Finding(UNKNOWN_COST, "op", by_name.get(r["module"], r["module"]), _op_label(r), lost[0],
                            r[f"{lost[0]}_a"], math.nan, note))
