@@ -23,6 +23,12 @@ For each program and target, the best of ``--repeat`` runs of:
   that has its baseline, minus reading the one small file. (Until 2026-11-25 this row printed the record's JSON
   text, ``to_json``, instead of reading the stored one: that runs only with ``--hloscope-update``; reading
   is 0.08-0.2 ms cheaper.) ``report`` is the ``hloscope.analyze(compiled)`` part alone.
+* ``as_text``: JAX's ``compiled.as_text()`` alone, the first step of ``analysis`` (hloscope cannot read a
+  ``Compiled`` any other way); ``the rest`` = (``analysis`` - ``as_text``) / ``lower + compile``, hloscope's own
+  share. For a deviceless TPU executable (an unloaded ``jaxlib`` ``Executable``) ``as_text`` re-creates the
+  module each call (``hlo_modules()``: ~60 ms of the 8-layer program's ~70, against ~0.01 ms for the CPU
+  backend's loaded executable, which holds its module): 3-4% of that program's lower + compile is JAX's before
+  hloscope reads a line.
 
 Measured warm (modules imported). The one-time import of what the analysis needs (pandas, hloscope's parser,
 cost model and tables) is measured separately in a fresh interpreter that has already imported JAX: it is paid
@@ -173,10 +179,12 @@ def measure(name: str, target: str, make: Callable[[], Callable[..., Any]], args
 
     analysis_s = best_of(analysis, repeat)
     report_s = best_of(lambda: analyze(compiled, chip=spec), repeat)
+    as_text_s = best_of(compiled.as_text, repeat)
     text = compiled.as_text()
     return {"program": name, "target": target, "chip": chip, "hlo_chars": len(text),
             "ops": int(len(analyze(compiled, chip=spec).ops)), "lower_s": lower_s, "lower_compile_s": total_s,
-            "report_s": report_s, "analysis_s": analysis_s, "ratio": analysis_s / total_s}
+            "report_s": report_s, "analysis_s": analysis_s, "ratio": analysis_s / total_s, "as_text_s": as_text_s,
+            "own_ratio": max(analysis_s - as_text_s, 0.0) / total_s}
 
 
 _IMPORT_PROBE = r"""
@@ -232,7 +240,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{name:16s} {target:20s} HLO {row['hlo_chars'] / 1e3:7.0f} kB {row['ops']:5d} ops  "
                   f"lower {row['lower_s'] * 1e3:7.1f} ms  lower+compile {row['lower_compile_s'] * 1e3:8.1f} ms  "
                   f"report {row['report_s'] * 1e3:6.1f} ms  analysis {row['analysis_s'] * 1e3:6.1f} ms  = "
-                  f"{row['ratio']:6.1%}", flush=True)
+                  f"{row['ratio']:6.1%}  (as_text {row['as_text_s'] * 1e3:5.1f} ms; the rest {row['own_ratio']:5.1%})",
+                  flush=True)
     imp, first = import_cost()
     print(f"one-time: plugin import {imp * 1e3:.0f} ms; first analysis with its lazy imports (pandas, parser, "
           f"cost model) {first * 1e3:.0f} ms")

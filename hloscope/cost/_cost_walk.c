@@ -1,6 +1,7 @@
 /* The shared-cost rows of the cost walk (hloscope.cost.module._Analyzer.visit) without a Python step, the
  * columns of its CostRows in one pass each (cost_totals: module totals; table_columns: the ops table's
- * fields), and the fields a computation's structure is keyed by (structure_fields: hloscope.cost.structure);
+ * fields), and the fields a computation's structure is keyed by and its key (structure_fields, structure_key:
+ * hloscope.cost.structure);
  * each function's comment below says what it returns.
  *
  * shared_rows(insts, start, computation, count, index, shapes, by_shapes, ruled, cost_row, out) -> int
@@ -1519,6 +1520,198 @@ done:
     return out;
 }
 
+/* ---- structure_key -------------------------------------------------------------------------------------
+ * structure_key(insts, index, bare, without_metadata, key_of, ids, root_index) -> int | None
+ *
+ * hloscope.cost.structure.py_structure_key in one call (that function's docstring is the specification;
+ * tests/cost/test_structure.py holds the keys of the two equal on every fixture and corpus computation): the
+ * fields of structure_fields, each called computation's name masked in its caller's bare text (None when a
+ * name is found there more often than it is called), each callee's key by key_of(name) (StructureKeys.key: None
+ * gives None), then the id of (tuple(fields), tuple(callees), root_index) in ids, a new one (len(ids)) when it is
+ * not there yet. */
+
+/* How many times name is in the tuple names (by equality). -1 on error. */
+static Py_ssize_t count_in(PyObject *names, PyObject *name) {
+    Py_ssize_t k, n = PyTuple_GET_SIZE(names), found = 0;
+    for (k = 0; k < n; k++) {
+        int eq = PyObject_RichCompareBool(PyTuple_GET_ITEM(names, k), name, Py_EQ);
+        if (eq < 0) {
+            return -1;
+        }
+        found += eq;
+    }
+    return found;
+}
+
+/* The callee part of the key of instruction inst, whose bare text is fields[at]: fields[at] masked in place and
+ * (role, (key, ...)) for each role of its called computations as a new tuple; Py_None (new reference) where the
+ * key cannot be sure; NULL on error. */
+static PyObject *callee_keys(PyObject *inst, PyObject *fields, Py_ssize_t at, PyObject *key_of) {
+    PyObject *calls = get_slot(inst, SLOT_CALLS), *called = NULL, *text, *keys = NULL, *role, *names, *out = NULL;
+    Py_ssize_t pos = 0, k, n, r = 0;
+    if (calls == NULL) {
+        return NULL;
+    }
+    if (!PyDict_Check(calls)) {
+        PyErr_SetString(PyExc_TypeError, "expected a dict of called computations");
+        goto done;
+    }
+    /* Every called name, in order (called.count(name) is then counted here). */
+    called = PyList_New(0);
+    while (called != NULL && PyDict_Next(calls, &pos, &role, &names)) {
+        if (!PyTuple_Check(names)) {
+            PyErr_SetString(PyExc_TypeError, "expected a tuple of called computation names");
+            goto done;
+        }
+        for (k = 0; k < PyTuple_GET_SIZE(names); k++) {
+            if (PyList_Append(called, PyTuple_GET_ITEM(names, k)) < 0) {
+                goto done;
+            }
+        }
+    }
+    if (called == NULL) {
+        goto done;
+    }
+    Py_SETREF(called, PyList_AsTuple(called));
+    if (called == NULL) {
+        goto done;
+    }
+    text = PyList_GET_ITEM(fields, at);
+    if (!PyUnicode_Check(text)) {
+        PyErr_SetString(PyExc_TypeError, "expected an attribute text");
+        goto done;
+    }
+    n = PyTuple_GET_SIZE(called);
+    for (k = 0; k < n; k++) { /* (all counted in the text as it came, before any is masked) */
+        PyObject *name = PyTuple_GET_ITEM(called, k);
+        Py_ssize_t in_text = PyUnicode_Count(text, name, 0, PY_SSIZE_T_MAX), in_calls;
+        if (in_text < 0 || (in_calls = count_in(called, name)) < 0) {
+            goto done;
+        }
+        if (in_text != in_calls) {
+            Py_INCREF(Py_None);
+            out = Py_None;
+            goto done;
+        }
+    }
+    Py_INCREF(text);
+    for (k = 0; k < n; k++) { /* (a name met again was masked already: replacing it again finds nothing) */
+        PyObject *masked = PyUnicode_Replace(text, PyTuple_GET_ITEM(called, k), STR_MASK, -1);
+        Py_DECREF(text);
+        if (masked == NULL) {
+            goto done;
+        }
+        text = masked;
+    }
+    if (PyList_SetItem(fields, at, text) < 0) { /* (steals text) */
+        goto done;
+    }
+    keys = PyTuple_New(PyDict_GET_SIZE(calls));
+    pos = 0;
+    while (keys != NULL && PyDict_Next(calls, &pos, &role, &names)) {
+        PyObject *found = PyTuple_New(PyTuple_GET_SIZE(names)), *pair;
+        int unsure = 0;
+        if (found == NULL) {
+            goto done;
+        }
+        for (k = 0; k < PyTuple_GET_SIZE(names); k++) { /* (all of a role's keys made, as the specification does) */
+            PyObject *key = PyObject_CallOneArg(key_of, PyTuple_GET_ITEM(names, k));
+            if (key == NULL) {
+                Py_DECREF(found);
+                goto done;
+            }
+            PyTuple_SET_ITEM(found, k, key);
+            unsure |= key == Py_None;
+        }
+        if (unsure) {
+            Py_DECREF(found);
+            Py_INCREF(Py_None);
+            out = Py_None;
+            goto done;
+        }
+        pair = PyTuple_Pack(2, role, found);
+        Py_DECREF(found);
+        if (pair == NULL) {
+            goto done;
+        }
+        PyTuple_SET_ITEM(keys, r++, pair);
+    }
+    if (keys != NULL) {
+        out = keys;
+        keys = NULL;
+    }
+done:
+    Py_XDECREF(keys);
+    Py_XDECREF(called);
+    Py_DECREF(calls);
+    return out;
+}
+
+static PyObject *structure_key(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    PyObject *read, *fields, *calling, *callees = NULL, *key = NULL, *found = NULL, *ids;
+    Py_ssize_t n, k;
+    if (nargs != 7 || !PyDict_Check(args[5])) {
+        PyErr_SetString(PyExc_TypeError,
+                        "structure_key(insts, index: dict, bare: dict, without_metadata, key_of, ids: dict, root_index)");
+        return NULL;
+    }
+    ids = args[5];
+    read = structure_fields(self, args, 4);
+    if (read == NULL || read == Py_None) {
+        return read;
+    }
+    fields = PyTuple_GET_ITEM(read, 0);
+    calling = PyTuple_GET_ITEM(read, 1);
+    n = PyList_GET_SIZE(calling);
+    callees = PyTuple_New(n);
+    if (callees == NULL) {
+        goto done;
+    }
+    for (k = 0; k < n; k++) {
+        PyObject *pair = PyList_GET_ITEM(calling, k), *keys, *item;
+        Py_ssize_t i = PyLong_AsSsize_t(PyTuple_GET_ITEM(pair, 0)), at = PyLong_AsSsize_t(PyTuple_GET_ITEM(pair, 1));
+        if ((i == -1 || at == -1) && PyErr_Occurred()) {
+            goto done;
+        }
+        keys = callee_keys(PySequence_Fast_GET_ITEM(args[0], i), fields, at, args[4]);
+        if (keys == NULL || keys == Py_None) {
+            found = keys;
+            goto done;
+        }
+        item = PyTuple_Pack(2, PyTuple_GET_ITEM(pair, 0), keys);
+        Py_DECREF(keys);
+        if (item == NULL) {
+            goto done;
+        }
+        PyTuple_SET_ITEM(callees, k, item);
+    }
+    {
+        PyObject *body = PyList_AsTuple(fields);
+        if (body == NULL) {
+            goto done;
+        }
+        key = PyTuple_Pack(3, body, callees, args[6]);
+        Py_DECREF(body);
+    }
+    if (key == NULL) {
+        goto done;
+    }
+    found = PyDict_GetItemWithError(ids, key);
+    if (found != NULL) {
+        Py_INCREF(found);
+    } else if (!PyErr_Occurred()) {
+        found = PyLong_FromSsize_t(PyDict_GET_SIZE(ids));
+        if (found != NULL && PyDict_SetItem(ids, key, found) < 0) {
+            Py_CLEAR(found);
+        }
+    }
+done:
+    Py_XDECREF(key);
+    Py_XDECREF(callees);
+    Py_DECREF(read);
+    return found;
+}
+
 /* identity_codes(values: list) -> (codes: bytearray, distinct: list)
  *
  * Each value's number among the distinct objects of ``values`` (by identity, first seen first), as native
@@ -1721,6 +1914,9 @@ static PyMethodDef methods[] = {
     {"structure_fields", (PyCFunction)(void (*)(void))structure_fields, METH_FASTCALL,
      "structure_fields(insts, index, bare, without_metadata) -> (fields, calls) | None\n\n"
      "What hloscope.cost.structure keys a computation by, instruction by instruction, in one list."},
+    {"structure_key", (PyCFunction)(void (*)(void))structure_key, METH_FASTCALL,
+     "structure_key(insts, index, bare, without_metadata, key_of, ids, root_index) -> int | None\n\n"
+     "The structure id of a computation (hloscope.cost.structure.py_structure_key is its specification)."},
     {NULL, NULL, 0, NULL},
 };
 

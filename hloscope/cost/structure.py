@@ -73,36 +73,46 @@ class StructureKeys:
         comp = self.module.computation(name)
         if not comp.is_built:
             return None
-        insts = comp.instructions
-        read = (py_structure_fields if PURE_PYTHON else c_structure_fields or py_structure_fields)(
-            insts, comp.name_index(), self._texts, without_metadata)
-        if read is None:
-            return None
-        fields, calling = read
-        callees: list = []
-        for k, at in calling:
-            calls = insts[k].called_computations
-            text = fields[at]
-            called = [callee for names in calls.values() for callee in names]
-            distinct = set(called)
-            if any(text.count(callee) != called.count(callee) for callee in distinct):
-                return None  # (a called computation's name is also part of something else the text holds)
-            for callee in distinct:
-                text = text.replace(callee, _MASK)
-            fields[at] = text
-            keys = []
-            for role, names in calls.items():
-                found = tuple(map(self.key, names))
-                if None in found:
-                    return None
-                keys.append((role, found))
-            callees.append((k, tuple(keys)))
-        key = (tuple(fields), tuple(callees), comp.root_index)
-        ids = self._ids
-        found = ids.get(key)
-        if found is None:
-            found = ids[key] = len(ids)
-        return found
+        return (py_structure_key if PURE_PYTHON else c_structure_key or py_structure_key)(
+            comp.instructions, comp.name_index(), self._texts, without_metadata, self.key, self._ids, comp.root_index)
+
+
+def py_structure_key(insts: Sequence[HloInstruction], index: dict[str, int], bare: dict[str, str | None],
+                     without_metadata: Callable[[str], str | None], key_of: Callable[[str], int | None],
+                     ids: dict[tuple, int], root_index: int) -> int | None:
+    """The structure id of a computation of instructions ``insts`` (its name -> position map ``index``, its
+    root at ``root_index``): its ``py_structure_fields``, each called computation's name masked in its caller's
+    text and that computation's key (``key_of``: ``StructureKeys.key``) in its role, the whole looked up in
+    ``ids`` (key -> id), a new id (``len(ids)``) kept there when it is not. None where the key cannot be sure: a
+    field it cannot read, a called computation's name found in the text more often than it is called, a callee
+    without a key. (``_cost_walk.c`` ``structure_key`` is its C form; tests hold the two equal.)"""
+    read = py_structure_fields(insts, index, bare, without_metadata)
+    if read is None:
+        return None
+    fields, calling = read
+    callees: list = []
+    for k, at in calling:
+        calls = insts[k].called_computations
+        text = fields[at]
+        called = [callee for names in calls.values() for callee in names]
+        distinct = set(called)
+        if any(text.count(callee) != called.count(callee) for callee in distinct):
+            return None  # (a called computation's name is also part of something else the text holds)
+        for callee in distinct:
+            text = text.replace(callee, _MASK)
+        fields[at] = text
+        keys = []
+        for role, names in calls.items():
+            found = tuple(map(key_of, names))
+            if None in found:
+                return None
+            keys.append((role, found))
+        callees.append((k, tuple(keys)))
+    key = (tuple(fields), tuple(callees), root_index)
+    found = ids.get(key)
+    if found is None:
+        found = ids[key] = len(ids)
+    return found
 
 
 def py_structure_fields(insts: Sequence[HloInstruction], index: dict[str, int], bare: dict[str, str | None],
@@ -189,8 +199,9 @@ def attribute_key(inst: HloInstruction, shape_of: Callable[[str], object], work:
 _CHANNEL_ID = LazyPattern(r"(?:^|, )channel_id=([0-9]+)(?=,|\Z)")
 
 
-#: ``py_structure_fields`` in C (``_cost_walk.c``), or None when the extension was not built.
+#: ``py_structure_fields`` and ``py_structure_key`` in C (``_cost_walk.c``), or None when the extension was not built.
 c_structure_fields = compiled("hloscope.cost._cost_walk", "structure_fields")
+c_structure_key = compiled("hloscope.cost._cost_walk", "structure_key")
 
 
 def without_metadata(text: str) -> str | None:
@@ -208,4 +219,5 @@ def without_metadata(text: str) -> str | None:
     return text.replace(", metadata=" + value, "", 1)
 
 
-__all__ = ["StructureKeys", "attribute_key", "without_metadata", "py_structure_fields", "c_structure_fields"]
+__all__ = ["StructureKeys", "attribute_key", "without_metadata", "py_structure_fields", "c_structure_fields",
+           "py_structure_key", "c_structure_key"]

@@ -14,7 +14,7 @@ import pytest
 from hloscope.cost import module as walk
 from hloscope.cost import module_cost
 from hloscope.cost import structure
-from hloscope.cost.structure import StructureKeys, c_structure_fields, py_structure_fields
+from hloscope.cost.structure import StructureKeys, c_structure_fields, c_structure_key, py_structure_fields
 from hloscope.parsers import parse_hlo_text
 
 REPO = Path(__file__).resolve().parents[2]
@@ -124,7 +124,8 @@ def _rows(text: str, monkeypatch, share: bool) -> tuple:
 
 def test_sharing_changes_no_row_of_any_module(monkeypatch, corpus_dir) -> None:
     """Every fixture and corpus module: the same rows, costs and totals with computations shared by structure
-    as without; and the key's C reader equals its Python specification on every built computation."""
+    as without; and the key's C reader and the key in C equal their Python specifications on every built
+    computation (the same id for each, ids given in the order first met)."""
     checked = shared = 0
     for path in _module_paths(corpus_dir):
         text = path.read_text(encoding="utf-8", errors="replace")
@@ -145,6 +146,11 @@ def test_sharing_changes_no_row_of_any_module(monkeypatch, corpus_dir) -> None:
         keys = StructureKeys(module)
         names = [c.name for c in module.computations if not c.is_entry]
         found = [keys.key(n) for n in names]
+        if c_structure_key is not None:  # (the key in C, its callees' keys by recursion, against its specification)
+            monkeypatch.setattr(structure, "c_structure_key", None)
+            by_python = StructureKeys(module)
+            assert [by_python.key(n) for n in names] == found, path.name
+            monkeypatch.undo()
         shared += len(names) - len(set(found) - {None}) - found.count(None)
         checked += 1
     assert checked > 300, checked
