@@ -23,12 +23,18 @@ For each program and target, the best of ``--repeat`` runs of:
   that has its baseline, minus reading the one small file. (Until 2026-11-25 this row printed the record's JSON
   text, ``to_json``, instead of reading the stored one: that runs only with ``--hloscope-update``; reading
   is 0.08-0.2 ms cheaper.) ``report`` is the ``hloscope.analyze(compiled)`` part alone.
-* ``as_text``: JAX's ``compiled.as_text()`` alone, the first step of ``analysis`` (hloscope cannot read a
-  ``Compiled`` any other way); ``the rest`` = (``analysis`` - ``as_text``) / ``lower + compile``, hloscope's own
-  share. For a deviceless TPU executable (an unloaded ``jaxlib`` ``Executable``) ``as_text`` re-creates the
-  module each call (``hlo_modules()``: ~60 ms of the 8-layer program's ~70, against ~0.01 ms for the CPU
-  backend's loaded executable, which holds its module): 3-4% of that program's lower + compile is JAX's before
-  hloscope reads a line.
+* ``in turns``: the median over the runs of ``analysis`` / ``lower + compile`` of the same turn (a compile, then
+  an analysis, ``--repeat`` times: ``in_turns``), beside the ratio of the two rows' best times, which may come
+  from different stretches of a drifting host.
+* ``as_text``: JAX's ``compiled.as_text()`` alone (best of its turns), the first step of ``analysis``
+  (hloscope cannot read a ``Compiled`` any other way); ``the rest``: the median over the turns of
+  (``analysis`` - ``as_text``) / ``lower + compile``, hloscope's own share. For a deviceless TPU executable (an
+  unloaded ``jaxlib`` ``Executable``) ``as_text`` re-creates the module each call (``hlo_modules()``: ~60 ms of
+  the 8-layer program's ~70, against ~0.01 ms for the CPU backend's loaded executable, which holds its module):
+  3-5% of that program's lower + compile is JAX's before hloscope reads a line.
+
+A compile, an analysis and an ``as_text`` are taken in turn, ``--repeat`` times (``in_turns``): an analysis
+runs right after a compile, on the caches the compile left, as the plugin's does in a test.
 
 Measured warm (modules imported). The one-time import of what the analysis needs (pandas, hloscope's parser,
 cost model and tables) is measured separately in a fresh interpreter that has already imported JAX: it is paid
@@ -42,6 +48,7 @@ import gc
 import importlib.util
 import json
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -62,17 +69,26 @@ def _setup_env() -> None:
 
 
 def best_of(fn: Callable[[], Any], repeat: int) -> float:
-    best = float("inf")
+    return min(in_turns([fn], repeat)[0])
+
+
+def in_turns(fns: list[Callable[[], Any]], repeat: int) -> list[list[float]]:
+    """Wall times of ``repeat`` calls of each of ``fns``, taken in turn (``fns[0]``, ``fns[1]``, ..., then again):
+    ``out[k][turn]``; each call after a collection, with the collector off while it runs. A turn's calls run
+    within a second or two of each other, so a ratio within a turn compares like with like on a host whose
+    speed drifts."""
+    out: list[list[float]] = [[] for _ in fns]
     for _ in range(repeat):
-        gc.collect()
-        gc.disable()
-        try:
-            t0 = time.perf_counter()
-            fn()
-            best = min(best, time.perf_counter() - t0)
-        finally:
-            gc.enable()
-    return best
+        for k, fn in enumerate(fns):
+            gc.collect()
+            gc.disable()
+            try:
+                t0 = time.perf_counter()
+                fn()
+                out[k].append(time.perf_counter() - t0)
+            finally:
+                gc.enable()
+    return out
 
 
 # ---- programs ----------------------------------------------------------------------------------------
@@ -169,7 +185,6 @@ def measure(name: str, target: str, make: Callable[[], Callable[..., Any]], args
     stored_text = bl.to_json(bl.record(analyze(compiled, chip=spec)))  # (the test's baseline file)
 
     lower_s = best_of(lambda: jax.jit(make()).lower(*args), repeat)
-    total_s = best_of(lambda: jax.jit(make()).lower(*args).compile(), repeat)
 
     def analysis() -> None:
         report = analyze(compiled, chip=spec)
@@ -177,14 +192,17 @@ def measure(name: str, target: str, make: Callable[[], Callable[..., Any]], args
         stored = bl.from_json(stored_text)
         compare(bl.BaselineReport(stored, spec), report, rules=0.05).verdict
 
-    analysis_s = best_of(analysis, repeat)
+    compiles, analyses, as_texts = in_turns([lambda: jax.jit(make()).lower(*args).compile(), analysis,
+                                             compiled.as_text], repeat)
+    total_s, analysis_s, as_text_s = min(compiles), min(analyses), min(as_texts)
+    turn_ratio = statistics.median(a / c for c, a in zip(compiles, analyses))
+    own_ratio = statistics.median(max(a - t, 0.0) / c for c, a, t in zip(compiles, analyses, as_texts))
     report_s = best_of(lambda: analyze(compiled, chip=spec), repeat)
-    as_text_s = best_of(compiled.as_text, repeat)
     text = compiled.as_text()
     return {"program": name, "target": target, "chip": chip, "hlo_chars": len(text),
             "ops": int(len(analyze(compiled, chip=spec).ops)), "lower_s": lower_s, "lower_compile_s": total_s,
-            "report_s": report_s, "analysis_s": analysis_s, "ratio": analysis_s / total_s, "as_text_s": as_text_s,
-            "own_ratio": max(analysis_s - as_text_s, 0.0) / total_s}
+            "report_s": report_s, "analysis_s": analysis_s, "ratio": analysis_s / total_s, "turn_ratio": turn_ratio,
+            "as_text_s": as_text_s, "own_ratio": own_ratio}
 
 
 _IMPORT_PROBE = r"""
@@ -240,7 +258,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{name:16s} {target:20s} HLO {row['hlo_chars'] / 1e3:7.0f} kB {row['ops']:5d} ops  "
                   f"lower {row['lower_s'] * 1e3:7.1f} ms  lower+compile {row['lower_compile_s'] * 1e3:8.1f} ms  "
                   f"report {row['report_s'] * 1e3:6.1f} ms  analysis {row['analysis_s'] * 1e3:6.1f} ms  = "
-                  f"{row['ratio']:6.1%}  (as_text {row['as_text_s'] * 1e3:5.1f} ms; the rest {row['own_ratio']:5.1%})",
+                  f"{row['ratio']:6.1%}  (in turns {row['turn_ratio']:5.1%}; as_text {row['as_text_s'] * 1e3:5.1f} ms; "
+                  f"the rest {row['own_ratio']:5.1%})",
                   flush=True)
     imp, first = import_cost()
     print(f"one-time: plugin import {imp * 1e3:.0f} ms; first analysis with its lazy imports (pandas, parser, "
