@@ -1552,22 +1552,26 @@ static PyObject *callee_keys(PyObject *inst, PyObject *fields, Py_ssize_t at, Py
     if (calls == NULL) {
         return NULL;
     }
-    if (!PyDict_Check(calls)) {
-        PyErr_SetString(PyExc_TypeError, "expected a dict of called computations");
-        goto done;
+    if (!PyDict_CheckExact(calls)) { /* (any other mapping read as the dict of its items, in its order) */
+        Py_SETREF(calls, PyObject_CallOneArg((PyObject *)&PyDict_Type, calls));
+        if (calls == NULL) {
+            return NULL;
+        }
     }
     /* Every called name, in order (called.count(name) is then counted here). */
     called = PyList_New(0);
     while (called != NULL && PyDict_Next(calls, &pos, &role, &names)) {
-        if (!PyTuple_Check(names)) {
-            PyErr_SetString(PyExc_TypeError, "expected a tuple of called computation names");
+        PyObject *seq = PySequence_Fast(names, "expected a sequence of called computation names");
+        if (seq == NULL) {
             goto done;
         }
-        for (k = 0; k < PyTuple_GET_SIZE(names); k++) {
-            if (PyList_Append(called, PyTuple_GET_ITEM(names, k)) < 0) {
+        for (k = 0; k < PySequence_Fast_GET_SIZE(seq); k++) {
+            if (PyList_Append(called, PySequence_Fast_GET_ITEM(seq, k)) < 0) {
+                Py_DECREF(seq);
                 goto done;
             }
         }
+        Py_DECREF(seq);
     }
     if (called == NULL) {
         goto done;
@@ -1609,20 +1613,27 @@ static PyObject *callee_keys(PyObject *inst, PyObject *fields, Py_ssize_t at, Py
     keys = PyTuple_New(PyDict_GET_SIZE(calls));
     pos = 0;
     while (keys != NULL && PyDict_Next(calls, &pos, &role, &names)) {
-        PyObject *found = PyTuple_New(PyTuple_GET_SIZE(names)), *pair;
+        PyObject *seq = PySequence_Fast(names, "expected a sequence of called computation names"), *found, *pair;
         int unsure = 0;
-        if (found == NULL) {
+        if (seq == NULL) {
             goto done;
         }
-        for (k = 0; k < PyTuple_GET_SIZE(names); k++) { /* (all of a role's keys made, as the specification does) */
-            PyObject *key = PyObject_CallOneArg(key_of, PyTuple_GET_ITEM(names, k));
+        found = PyTuple_New(PySequence_Fast_GET_SIZE(seq));
+        if (found == NULL) {
+            Py_DECREF(seq);
+            goto done;
+        }
+        for (k = 0; k < PySequence_Fast_GET_SIZE(seq); k++) { /* (all of a role's keys made, as Python does) */
+            PyObject *key = PyObject_CallOneArg(key_of, PySequence_Fast_GET_ITEM(seq, k));
             if (key == NULL) {
                 Py_DECREF(found);
+                Py_DECREF(seq);
                 goto done;
             }
             PyTuple_SET_ITEM(found, k, key);
             unsure |= key == Py_None;
         }
+        Py_DECREF(seq);
         if (unsure) {
             Py_DECREF(found);
             Py_INCREF(Py_None);
@@ -1651,8 +1662,8 @@ static PyObject *structure_key(PyObject *self, PyObject *const *args, Py_ssize_t
     PyObject *read, *fields, *calling, *callees = NULL, *key = NULL, *found = NULL, *ids;
     Py_ssize_t n, k;
     if (nargs != 7 || !PyDict_Check(args[5])) {
-        PyErr_SetString(PyExc_TypeError,
-                        "structure_key(insts, index: dict, bare: dict, without_metadata, key_of, ids: dict, root_index)");
+        PyErr_SetString(PyExc_TypeError, "structure_key(insts, index: dict, bare: dict, without_metadata, key_of, "
+                                         "ids: dict, root_index)");
         return NULL;
     }
     ids = args[5];

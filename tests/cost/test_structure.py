@@ -107,6 +107,27 @@ def test_the_key_gives_up_where_it_cannot_be_sure() -> None:
     assert structure.without_metadata(', metadata={op_name="a"}, backend_config={"k":1}') == ', backend_config={"k":1}'
 
 
+def test_called_computations_of_any_mapping_key_alike(monkeypatch) -> None:
+    """``HloInstruction.called_computations`` is a mapping of role -> names: the key in C reads a mapping other
+    than a dict and names in a list as its Python specification does (the parser gives dicts of tuples)."""
+    from types import MappingProxyType
+
+    if c_structure_key is None:
+        pytest.skip("the C extension is not built")
+    keys = {}
+    for way in ("c", "python"):
+        module = parse_hlo_text(_module(_layer(0, "layers_0"), _layer(1, "layers_1")))
+        for k in range(2):  # (the reduce's to_apply, handed over as a mappingproxy of a list)
+            root = module.computation(f"fused_computation.{k}").root
+            root.called_computations = MappingProxyType({"to_apply": list(root.called_computations["to_apply"])})
+        if way == "python":
+            monkeypatch.setattr(structure, "c_structure_key", None)
+        found = StructureKeys(module)
+        keys[way] = [found.key(f"fused_computation.{k}") for k in range(2)]
+    assert keys["c"] == keys["python"]
+    assert keys["c"][0] == keys["c"][1] is not None  # (renamed layers: one structure)
+
+
 def _module_paths(corpus_dir: Path) -> list[Path]:
     paths = sorted((REPO / "fixtures" / "hlo").glob("*.hlo.txt"))
     paths += sorted(p for d in ("hlo_cpu", "hlo_gpu", "hlo_tpu", "hlo_generic") for p in (corpus_dir / d).glob("*")
