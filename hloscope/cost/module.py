@@ -439,7 +439,15 @@ class _Analyzer:
                 append(CostRow(name, inst, cost, count))
             elif opcode.endswith("-start") and not inst.called_computations and opcode[:-6] in RULES:
                 # Async sugar printed without calls= (TPU slice-start, ...): result is ((operands), out, ctx).
-                append(CostRow(name, inst, self.async_sugar(inst, opcode[:-6], ctx), count))
+                # Costed once per ``attribute_key``, as the keyed opcodes are: the wrapped rule reads the shapes
+                # and attributes that key holds (a deviceless TPU step's slice-starts repeat layer after layer).
+                key = attribute_key(inst, shape_of, work, False, bare) if SHARE_ATTRIBUTE_KEYS else None
+                cost = None if key is None else by_attributes.get(key)
+                if cost is None:
+                    cost = self.async_sugar(inst, opcode[:-6], ctx)
+                    if key is not None:
+                        by_attributes[key] = cost
+                append(CostRow(name, inst, cost, count))
             elif opcode == "fusion":
                 append(CostRow(name, inst, self.fusion(inst, ctx), count))
             elif opcode == "while":

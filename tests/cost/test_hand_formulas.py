@@ -581,6 +581,26 @@ def test_async_slice_sugar_is_costed_as_a_slice():
     assert ours == xla_cost(SLICE_START)["bytes accessed"] == 2 * out + (24 + out) + 2 * out
 
 
+def test_async_slice_sugar_costs_each_slice_its_own():
+    """The walk costs a slice-start once per attribute key (shapes and attribute text without metadata): a
+    layer's head splits repeat. Slices of one operand that differ in their result keep their own bytes (2 x the
+    result: read and written); one that differs from another only in its metadata costs the same."""
+    text = """HloModule s
+ENTRY e {
+  p = f32[4,512,256]{2,1,0} parameter(0)
+  s1 = ((f32[4,512,256]{2,1,0}), f32[1,512,256]{2,1,0}, s32[]) slice-start(p), slice={[1:2], [0:512], [0:256]}, metadata={op_name="a"}
+  d1 = f32[1,512,256]{2,1,0} slice-done(s1)
+  s2 = ((f32[4,512,256]{2,1,0}), f32[2,512,256]{2,1,0}, s32[]) slice-start(p), slice={[2:4], [0:512], [0:256]}, metadata={op_name="b"}
+  d2 = f32[2,512,256]{2,1,0} slice-done(s2)
+  s3 = ((f32[4,512,256]{2,1,0}), f32[1,512,256]{2,1,0}, s32[]) slice-start(p), slice={[1:2], [0:512], [0:256]}, metadata={op_name="c"}
+  d3 = f32[1,512,256]{2,1,0} slice-done(s3)
+  ROOT t = (f32[1,512,256]{2,1,0}, f32[2,512,256]{2,1,0}, f32[1,512,256]{2,1,0}) tuple(d1, d2, d3)
+}"""
+    mc = cost(text)
+    one = 512 * 256 * 4
+    assert [row(mc, n).cost.bytes_accessed for n in ("s1", "s2", "s3")] == [2 * one, 4 * one, 2 * one]
+
+
 # ---------------------------------------------------------------------------------------------------------
 # Control flow
 # ---------------------------------------------------------------------------------------------------------
