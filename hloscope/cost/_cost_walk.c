@@ -65,9 +65,10 @@ static int init_names(void) {
  * cost ~30 ns a read, six reads an instruction between the walk and the table (~4 ms of the corpus's llama). The
  * offsets are learned from the first instruction's type (each name a writable object slot of that type, else no
  * direct read); an instruction of any other type, or a slot not set, is read by ``PyObject_GetAttr``. */
-enum { SLOT_OPCODE, SLOT_SHAPE, SLOT_OPERANDS, SLOT_NAME, SLOT_TEXT, SLOT_CALLS, N_SLOT_READS };
-static PyObject **const SLOT_NAMES[N_SLOT_READS] = {&STR_OPCODE, &STR_SHAPE, &STR_OPERANDS, &STR_NAME, &STR_TEXT,
-                                                     &STR_CALLS};
+enum { SLOT_OPCODE, SLOT_SHAPE, SLOT_OPERANDS, SLOT_NAME, SLOT_TEXT, SLOT_CALLS, SLOT_LITERAL, SLOT_PARAMETER,
+       N_SLOT_READS };
+static PyObject **const SLOT_NAMES[N_SLOT_READS] = {&STR_OPCODE, &STR_SHAPE,    &STR_OPERANDS, &STR_NAME,
+                                                     &STR_TEXT,   &STR_CALLS,    &STR_LITERAL,  &STR_PARAMETER};
 static PyTypeObject *SLOT_TYPE = NULL; /* (a strong reference: its address is not reused while learned) */
 static Py_ssize_t SLOT_OFFSETS[N_SLOT_READS];
 
@@ -1376,9 +1377,9 @@ done:
  * parameter number; and for each instruction with called computations, (its index, the position of its text
  * in fields) in the list calls. None where an operand is not in index or a text's bare form is None. */
 
-/* Append the attribute attr of inst to fields (0, or -1 on error). */
-static int append_attr(PyObject *fields, PyObject *inst, PyObject *attr) {
-    PyObject *value = PyObject_GetAttr(inst, attr);
+/* Append inst.<SLOT_NAMES[which]> to fields (0, or -1 on error). */
+static int append_attr(PyObject *fields, PyObject *inst, int which) {
+    PyObject *value = get_slot(inst, which);
     int r;
     if (value == NULL) {
         return -1;
@@ -1414,7 +1415,7 @@ static PyObject *structure_fields(PyObject *self, PyObject *const *args, Py_ssiz
         PyObject *inst = PySequence_Fast_GET_ITEM(insts, i), *shape, *operands, *text, *b, *called, *item;
         Py_ssize_t k, m;
         int has_calls;
-        if (append_attr(fields, inst, STR_OPCODE) < 0) {
+        if (append_attr(fields, inst, SLOT_OPCODE) < 0) {
             goto done;
         }
         shape = get_slot(inst, SLOT_SHAPE);
@@ -1509,7 +1510,7 @@ static PyObject *structure_fields(PyObject *self, PyObject *const *args, Py_ssiz
         }
         k = PyList_Append(fields, b);
         Py_DECREF(b);
-        if (k < 0 || append_attr(fields, inst, STR_LITERAL) < 0 || append_attr(fields, inst, STR_PARAMETER) < 0) {
+        if (k < 0 || append_attr(fields, inst, SLOT_LITERAL) < 0 || append_attr(fields, inst, SLOT_PARAMETER) < 0) {
             goto done;
         }
     }

@@ -204,9 +204,10 @@ c_structure_fields = compiled("hloscope.cost._cost_walk", "structure_fields")
 c_structure_key = compiled("hloscope.cost._cost_walk", "structure_key")
 
 
-def without_metadata(text: str) -> str | None:
+def py_without_metadata(text: str) -> str | None:
     """``text`` with its ``, metadata={...}`` cut out (itself when it has none); None for a placeholder text or
-    one whose metadata value ``attribute_value`` cannot delimit for sure."""
+    one whose metadata value ``attribute_value`` cannot delimit for sure. (``without_metadata`` is
+    ``_attribute_scan.c``'s form of it when the extension was built; tests hold the two equal.)"""
     if text == _PLACEHOLDER:
         return None
     if not text or "metadata=" not in text:
@@ -219,5 +220,10 @@ def without_metadata(text: str) -> str | None:
     return text.replace(", metadata=" + value, "", 1)
 
 
-__all__ = ["StructureKeys", "attribute_key", "without_metadata", "py_structure_fields", "c_structure_fields",
-           "py_structure_key", "c_structure_key"]
+#: ``py_without_metadata`` in C (``parsers/_attribute_scan.c``), or None when the extension was not built.
+c_without_metadata = compiled("hloscope.parsers._attribute_scan", "without_metadata")
+without_metadata = py_without_metadata if PURE_PYTHON or c_without_metadata is None else c_without_metadata
+
+
+__all__ = ["StructureKeys", "attribute_key", "without_metadata", "py_without_metadata", "c_without_metadata",
+           "py_structure_fields", "c_structure_fields", "py_structure_key", "c_structure_key"]

@@ -270,6 +270,72 @@ static PyObject *attribute_value(PyObject *self, PyObject *const *args, Py_ssize
     return Py_BuildValue("(iN)", status, value);
 }
 
+/* without_metadata(text) -> str | None: hloscope.cost.structure.py_without_metadata (that function's docstring
+ * is the specification; tests/cost/test_structure.py holds the two equal on every attribute text of the fixtures
+ * and the corpus): text with its ", metadata=<value>" cut out -- the first occurrence, as str.replace(..., 1) --,
+ * text itself when it holds no "metadata=" or the value is empty, None for the parser's placeholder or a status
+ * other than KNOWN. Without a Python frame and the (status, value) tuple a deviceless TPU module's structure keys
+ * read each of its ~9,000 texts through. */
+static PyObject *STR_METADATA_KEY, *STR_METADATA_PROBE, *STR_METADATA_MARK, *STR_NOTHING;
+
+static PyObject *without_metadata(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    PyObject *text, *value, *needle, *out;
+    Py_ssize_t found;
+    int status;
+    (void)self;
+    if (nargs != 1 || !PyUnicode_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "without_metadata(text: str)");
+        return NULL;
+    }
+    if (STR_METADATA_KEY == NULL) {
+        STR_METADATA_KEY = PyUnicode_InternFromString("metadata");
+        STR_METADATA_PROBE = PyUnicode_InternFromString(", metadata=");
+        STR_METADATA_MARK = PyUnicode_InternFromString("metadata=");
+        STR_NOTHING = PyUnicode_InternFromString("");
+        if (STR_METADATA_KEY == NULL || STR_METADATA_PROBE == NULL || STR_METADATA_MARK == NULL
+            || STR_NOTHING == NULL) {
+            return NULL;
+        }
+    }
+    text = args[0];
+    if (PyUnicode_CompareWithASCIIString(text, "<decoded>") == 0) { /* (structure._PLACEHOLDER) */
+        Py_RETURN_NONE;
+    }
+    if (PyUnicode_GET_LENGTH(text) == 0) {
+        Py_INCREF(text);
+        return text;
+    }
+    found = PyUnicode_Find(text, STR_METADATA_MARK, 0, PyUnicode_GET_LENGTH(text), 1);
+    if (found == -2) {
+        return NULL;
+    }
+    if (found < 0) {
+        Py_INCREF(text);
+        return text;
+    }
+    value = read_value(text, STR_METADATA_KEY, &status);
+    if (value == NULL) {
+        return NULL;
+    }
+    if (status != 1) { /* (KNOWN) */
+        Py_DECREF(value);
+        Py_RETURN_NONE;
+    }
+    if (PyUnicode_GET_LENGTH(value) == 0) {
+        Py_DECREF(value);
+        Py_INCREF(text);
+        return text;
+    }
+    needle = PyUnicode_Concat(STR_METADATA_PROBE, value);
+    Py_DECREF(value);
+    if (needle == NULL) {
+        return NULL;
+    }
+    out = PyUnicode_Replace(text, needle, STR_NOTHING, 1);
+    Py_DECREF(needle);
+    return out;
+}
+
 /* The fields of a metadata={...} value that Metadata holds (py_metadata_fields), in this order. */
 static const char *const METADATA_KEYS[] = {"op_type", "op_name", "source_file", "source_line", "stack_frame_id"};
 #define N_METADATA_KEYS 5
@@ -831,6 +897,8 @@ static PyObject *group_end(PyObject *self, PyObject *const *args, Py_ssize_t nar
 static PyMethodDef methods[] = {
     {"attribute_value", (PyCFunction)(void (*)(void))attribute_value, METH_FASTCALL,
      "attribute_value(text, key) -> (status, value): see hloscope.parsers._attribute_value.py_attribute_value."},
+    {"without_metadata", (PyCFunction)(void (*)(void))without_metadata, METH_FASTCALL,
+     "without_metadata(text) -> str | None: see hloscope.cost.structure.py_without_metadata."},
     {"metadata_fields", (PyCFunction)(void (*)(void))metadata_fields, METH_FASTCALL,
      "metadata_fields(value) -> 5 field texts: see hloscope.parsers._attribute_value.py_metadata_fields."},
     {"metadata_column", (PyCFunction)(void (*)(void))metadata_column, METH_FASTCALL,

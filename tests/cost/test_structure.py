@@ -176,3 +176,41 @@ def test_sharing_changes_no_row_of_any_module(monkeypatch, corpus_dir) -> None:
         checked += 1
     assert checked > 300, checked
     assert shared > 1000, shared  # (layers do repeat: the corpus's fused computations share their structures)
+
+
+_HAND_TEXTS = [  # (attribute text, what cutting its metadata out gives, by hand)
+    ("", ""),
+    ("<decoded>", None),  # (the parser's placeholder: the text was decoded at parse time)
+    (", dimensions={1}", ", dimensions={1}"),
+    (', metadata={op_name="a" source_line=3}, backend_config={"x":1}', ', backend_config={"x":1}'),
+    (', dimensions={0}, metadata={op_name="b"}', ", dimensions={0}"),
+    (", metadata={}", ""),
+    (', metadata= {op_name="c"}', ', metadata= {op_name="c"}'),  # (a space before the value: nothing cut)
+    (', custom_call_target="metadata=", metadata={op_name="d"}', None),  # (a '"' before the key)
+    (', metadata={op_name="e"}, metadata={op_name="f"}', None),  # (the key twice)
+    (', metadata={op_name="g}', None),  # (a string left open: not known for sure)
+]
+
+
+@pytest.mark.parametrize("text, expected", _HAND_TEXTS)
+def test_without_metadata_by_hand(text: str, expected: str | None) -> None:
+    assert structure.py_without_metadata(text) == expected
+    if structure.c_without_metadata is not None:
+        assert structure.c_without_metadata(text) == expected
+
+
+def test_without_metadata_in_c_equals_python_on_every_text(corpus_dir) -> None:
+    """The C ``without_metadata`` gives what its Python specification gives for every attribute text of every
+    fixture and corpus module."""
+    if structure.c_without_metadata is None:
+        pytest.skip("the _attribute_scan extension was not built")
+    texts: set[str] = set()
+    for path in _module_paths(corpus_dir):
+        try:
+            module = parse_hlo_text(path.read_text(encoding="utf-8", errors="replace"))
+        except Exception:  # noqa: BLE001 - texts that are not one module (XLA test files)
+            continue
+        texts.update(i.attribute_text for c in module.computations for i in c.instructions)
+    differ = [t for t in texts if structure.c_without_metadata(t) != structure.py_without_metadata(t)]
+    assert not differ, differ[:3]
+    assert sum("metadata=" in t for t in texts) > 10_000, len(texts)
