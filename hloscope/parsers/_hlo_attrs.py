@@ -89,3 +89,7 @@ KNOWN_OPCODES: Final = frozenset(
 
 #: The async forms (see above): ``<known opcode>-start``, ``-update``, ``-done``.
 ASYNC_FORMS: Final = frozenset(op + suffix for op in KNOWN_OPCODES for suffix in ASYNC_SUFFIXES) - KNOWN_OPCODES
+#: The opcodes whose rows the body readers build on their fast paths (``BodyReader._rows_into`` and its C form,
+#: ``_block_scan.build_rows``; operands split as XLA prints them): the known opcodes and their async forms, whose
+#: operand lists are printed alike (a deviceless TPU step prints hundreds of ``slice-start``/``slice-done``).
+ROW_OPCODES: Final = KNOWN_OPCODES | ASYNC_FORMS

@@ -20,7 +20,7 @@ from hloscope.hlo import CALLED_COMPUTATION_ROLES, HloInstruction, Shape
 from hloscope._gc import paused_gc
 from hloscope.parsers import _hlo_re as r
 from hloscope.parsers._block_rows import build_rows
-from hloscope.parsers._hlo_attrs import ASYNC_FORMS, KNOWN_OPCODES
+from hloscope.parsers._hlo_attrs import ASYNC_FORMS, KNOWN_OPCODES, ROW_OPCODES
 from hloscope.parsers._hlo_instruction import CALL_KEYS, NEVER_CALLS, NO_CALLS, InstructionReader, has_call_key
 from hloscope.parsers._hlo_lexer import operand_list
 
@@ -122,7 +122,7 @@ class BodyReader(InstructionReader):
         ``root``, the ROOT's name or ``""``, as ``build_rows`` leaves them): False when a row needs the
         line-by-line loop. (``_block_scan.read_computations`` hands over the rest of a body here.)"""
         shapes = self.shapes
-        known = KNOWN_OPCODES
+        known = ROW_OPCODES
         never_calls = NEVER_CALLS
         findall = _SIGIL_FINDALL
         new = HloInstruction
@@ -185,9 +185,8 @@ class BodyReader(InstructionReader):
                 else:
                     inst = new(name, opcode, shape, operands_of(operand_text) if operand_text else (), called,
                                is_root != "", ln, "", -1, rest, self)
-            else:
-                if opcode not in ASYNC_FORMS:
-                    self.unknown_opcodes.add(opcode)
+            else:  # (an opcode XLA does not know: kept, and listed)
+                self.unknown_opcodes.add(opcode)
                 inst = new(name, opcode, shape, operands_of(operand_text) if operand_text else (), called,
                            is_root != "", ln, "", -1, rest, self)
             if is_root:
