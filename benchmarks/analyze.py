@@ -7,6 +7,7 @@ Usage (from the repository root)::
     python benchmarks/analyze.py --hlo A.hlo B.hlo  # any HLO text files instead
     python benchmarks/analyze.py --small            # small modules (2-20 kB): median analyze time
     python benchmarks/analyze.py --cli              # plus `hloscope report FILE --format json` as a process
+    python benchmarks/analyze.py --flax-gpt         # plus a flax GPT's step compiled deviceless for TPU v5e
 
 Rows (all in one process, on the same text; best of ``--repeat`` wall times, the rows' calls taken in turn,
 ``parse.times_interleaved``):
@@ -35,7 +36,9 @@ Rows (all in one process, on the same text; best of ``--repeat`` wall times, the
 compile), analyze median and 90th percentile per module; target: median <= 3 ms.
 
 The corpus is read from ``../shared/corpus`` (``--corpus DIR``); the 52 MB module is ``parse.py``'s generated
-module (cached under ``$HLOSCOPE_BENCH_CACHE``; generated once, 2-3 minutes).
+module (cached under ``$HLOSCOPE_BENCH_CACHE``; generated once, 2-3 minutes). ``--flax-gpt`` adds
+``flax_gpt.py``'s module (a flax.linen GPT train step compiled deviceless for TPU v5e, 1.9 MB: what the plugin's
+deviceless target hands hloscope; compiled once, ~20 s, needs flax and libtpu, cached there too).
 """
 
 from __future__ import annotations
@@ -217,6 +220,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cli", action="store_true")
     ap.add_argument("--small", action="store_true", help="only the small-module median")
     ap.add_argument("--no-big", action="store_true", help="skip the 52 MB generated module")
+    ap.add_argument("--flax-gpt", action="store_true", help="add a flax GPT step compiled deviceless (flax_gpt.py)")
     args = ap.parse_args(argv)
     if args.small:
         small_modules(args.corpus, args.chip, max(args.repeat, 5))
@@ -224,6 +228,10 @@ def main(argv: list[str] | None = None) -> int:
     paths = args.hlo or corpus_files(args.corpus)
     if not args.hlo and not args.no_big:
         paths.append(generated_module(48))
+    if args.flax_gpt:
+        from benchmarks.flax_gpt import cached_text
+
+        paths.append(cached_text())
     module_rows(paths, args.chip, args.repeat, args.stages, args.cli)
     return 0
 
