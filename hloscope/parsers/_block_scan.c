@@ -815,14 +815,89 @@ static PyObject *names_between(const NameTable *t, PyObject *text, Py_ssize_t st
     return out;
 }
 
+/* A character an operand name of split_index_operands may not hold: one that ends SIGIL_NAME's name (white space,
+ * ',', '(', ')', '{', '}'), a second '%', or a '/'. */
+static int ends_index_operand(Py_UCS4 c) {
+    return c == ',' || c == '%' || c == '/' || c == '(' || c == ')' || c == '{' || c == '}' || Py_UNICODE_ISSPACE(c);
+}
+
+/* What the Python loop reads of a list of operand names that holds a '/' -- ``SIGIL_NAME.findall``, its names
+ * counted against the ", " -- for the list XLA prints past five operands, with an index comment (slash, star,
+ * ``index=5``, star, slash) between the ", " and the '%' of every fifth name: each ',' followed by " %" or by
+ * " " + that comment + "%", each name from its '%' to the next ',' (or the end), none of them empty or holding a
+ * character that would end the regex's name (``ends_index_operand``). There the regex finds those names, one per
+ * ", ", and the loop takes them. Py_None (borrowed) for any other text; NULL on error. */
+static PyObject *split_index_operands(const NameTable *t, PyObject *text) {
+    static const char COMMENT[] = "/*index=";
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text), i = 1, count = 0, k, c;
+    int kind = PyUnicode_KIND(text), pass;
+    const void *data = PyUnicode_DATA(text);
+    PyObject *out = NULL;
+    for (pass = 0; pass < 2; pass++) { /* (the names counted and checked, then made) */
+        i = 1;
+        k = 0;
+        for (;;) {
+            Py_ssize_t start = i;
+            while (i < n && !ends_index_operand(CH(i))) {
+                i++;
+            }
+            if (i == start || (i < n && CH(i) != ',')) {
+                goto give_up;
+            }
+            if (pass == 0) {
+                count++;
+            } else {
+                PyObject *name = row_name(t, text, start, i);
+                if (name == NULL) {
+                    Py_DECREF(out);
+                    return NULL;
+                }
+                PyTuple_SET_ITEM(out, k++, name);
+            }
+            if (i == n) {
+                break;
+            }
+            if (i + 2 >= n || CH(i + 1) != ' ') {
+                goto give_up;
+            }
+            i += 2;
+            if (CH(i) != '%') {
+                for (c = 0; COMMENT[c] != '\0'; c++) {
+                    if (i + c >= n || CH(i + c) != (Py_UCS4)COMMENT[c]) {
+                        goto give_up;
+                    }
+                }
+                i += c;
+                c = i;
+                while (i < n && CH(i) >= '0' && CH(i) <= '9') {
+                    i++;
+                }
+                if (i == c || i + 2 >= n || CH(i) != '*' || CH(i + 1) != '/' || CH(i + 2) != '%') {
+                    goto give_up;
+                }
+                i += 2;
+            }
+            i++; /* (past the '%') */
+        }
+        if (pass == 0 && (out = PyTuple_New(count)) == NULL) {
+            return NULL;
+        }
+    }
+    return out;
+give_up: /* (a text of another form: the Python loop reads it) */
+    Py_XDECREF(out);
+    return Py_None;
+}
+
 /* ``tuple(text[1:].split(", %"))`` for text starting with '%', when that gives one name per ',' (every ','
- * followed by " %") and text holds no '/'; Py_None (borrowed) when not (Python reads it); NULL on error. */
+ * followed by " %") and text holds no '/'; for a text with a '/', ``split_index_operands``; Py_None (borrowed)
+ * when not (Python reads it); NULL on error. */
 static PyObject *split_operands(const NameTable *t, PyObject *text) {
     Py_ssize_t n = PyUnicode_GET_LENGTH(text), commas = 0, i;
     int kind = PyUnicode_KIND(text);
     const void *data = PyUnicode_DATA(text);
     if (find_char(kind, data, 1, n, '/') >= 0) {
-        return Py_None;
+        return split_index_operands(t, text);
     }
     for (i = find_char(kind, data, 1, n, ','); i >= 0; i = find_char(kind, data, i + 1, n, ',')) {
         if (i + 2 >= n || CH(i + 1) != ' ' || CH(i + 2) != '%') {

@@ -294,14 +294,15 @@ def test_parameters_printed_out_of_order(monkeypatch, reader) -> None:
     assert described[3][0][3] == tuple(f"f32[{k + 1}]" for k in range(n))
 
 
-def _mixed_body(entry: bool, operand: str = "%c", name: str = "%d") -> str:
+def _mixed_body(entry: bool, operand: str = "%c", name: str = "%d", comment: str = "/*5*/") -> str:
     """A module whose computation (the entry, or one the entry calls) holds a row the compiled builder leaves to
-    Python's loop (a tuple whose operands carry XLA's ``/*index=5*/`` comments: ``operand_list`` reads it) between
-    rows it builds itself; ``operand`` is that row's second operand, ``name`` the name of the row after it."""
+    Python's loop (a tuple whose operands carry a comment, ``comment``, other than XLA's ``/*index=5*/``, which the
+    builder reads itself) between rows it builds itself; ``operand`` is that row's second operand, ``name`` the
+    name of the row after it."""
     body = f"""  %a = f32[8]{{0}} parameter(0)
   %b = f32[8]{{0}} add(%a, %a)
   %c = f32[8]{{0}} multiply(%b, %a)
-  %t = (f32[8]{{0}}, f32[8]{{0}}, f32[8]{{0}}, f32[8]{{0}}, f32[8]{{0}}, /*index=5*/f32[8]{{0}}) tuple(%a, {operand}, %c, %b, %a, /*index=5*/%c)
+  %t = (f32[8]{{0}}, f32[8]{{0}}, f32[8]{{0}}, f32[8]{{0}}, f32[8]{{0}}, /*index=5*/f32[8]{{0}}) tuple(%a, {operand}, %c, %b, %a, {comment}%c)
   {name} = f32[8]{{0}} get-tuple-element(%t), index=1
   ROOT %e = f32[8]{{0}} add(%d, %c)
 """
@@ -339,4 +340,25 @@ def test_rows_built_by_python_inside_a_read_body(monkeypatch, reader, entry, ope
     if parses:
         assert made == (1 if entry else 2)
     assert 3 in built_by_python  # (the tuple row: Python's loop took the body over there)
+
+
+@pytest.mark.parametrize("entry", [True, False], ids=["entry", "called"])
+def test_operands_with_xla_index_comments_are_read_by_the_builder(monkeypatch, reader, entry) -> None:
+    """An operand list as XLA prints it past five operands (``%a, %b, %c, %d, %e, /*index=5*/%f``: a deviceless TPU
+    step's fusions and its root tuple) is read by the compiled builder, not left to Python's loop, and the parse is
+    the parser's own; a comment of another form is still left to the loop (above)."""
+    from hloscope.parsers import _hlo_bodies
+
+    built_by_python = []
+    rows_into = _hlo_bodies.BodyReader._rows_into
+
+    def watching(self, matches, lineno, start, *args, **kwargs):
+        built_by_python.append(start)
+        return rows_into(self, matches, lineno, start, *args, **kwargs)
+
+    monkeypatch.setattr(_hlo_bodies.BodyReader, "_rows_into", watching)
+    described, made = _both(monkeypatch, reader, _mixed_body(entry, comment="/*index=5*/"))
+    assert described[0] != "error"
+    assert made == (1 if entry else 2)
+    assert 3 not in built_by_python  # (the reader built the tuple row: it handed nothing over to the loop there)
 
