@@ -29,3 +29,18 @@ def test_an_extension_of_another_interface_version_is_none(monkeypatch) -> None:
     built = compiled("hloscope.cost._cost_walk", "shared_rows")
     assert built is None or __import__("hloscope.cost._cost_walk", fromlist=["ABI"]).ABI == _compiled.ABI[
         "hloscope.cost._cost_walk"]
+
+
+def test_no_extension_built_in_place_is_older_than_its_source() -> None:
+    """An editable install keeps each extension built in place beside its C source, and a build that fails later
+    (a compile error in an edited source) leaves the old one there, silently: the tests would then hold the old C
+    to the new Python. Every in-place build is at least as new as its source (rebuild: ``pip install -e .``)."""
+    from pathlib import Path
+
+    package = Path(__file__).resolve().parents[1] / "hloscope"
+    stale = []
+    for source in package.rglob("*.c"):
+        for built in source.parent.glob(source.stem + ".*.so"):
+            if built.stat().st_mtime < source.stat().st_mtime:
+                stale.append(f"{built.name} is older than {source.relative_to(package.parent)}")
+    assert not stale, "; ".join(stale) + ": rebuild with `pip install -e .` (and read its compiler output)"
