@@ -314,6 +314,21 @@ def _mixed_body(entry: bool, operand: str = "%c", name: str = "%d", comment: str
                    "  ROOT %r = f32[8]{0} call(%x), to_apply=%inner\n}\n")
 
 
+def _watch_rows_into(monkeypatch) -> list[int]:
+    """The row each call of Python's row loop (``BodyReader._rows_into``) starts at, as the parses go."""
+    from hloscope.parsers import _hlo_bodies
+
+    starts: list[int] = []
+    rows_into = _hlo_bodies.BodyReader._rows_into
+
+    def watching(self, matches, lineno, start, *args, **kwargs):
+        starts.append(start)
+        return rows_into(self, matches, lineno, start, *args, **kwargs)
+
+    monkeypatch.setattr(_hlo_bodies.BodyReader, "_rows_into", watching)
+    return starts
+
+
 @pytest.mark.parametrize("entry", [True, False], ids=["entry", "called"])
 @pytest.mark.parametrize("operand, name, parses", [
     ("%c", "%d", True),
@@ -325,16 +340,7 @@ def test_rows_built_by_python_inside_a_read_body(monkeypatch, reader, entry, ope
     """The body's checks where the compiled builder built some rows and Python's loop the others: the operands of
     the rows Python built are looked up by name (the builder's own rows are proven by its name table), and the
     parse -- or its error -- is the parser's own."""
-    from hloscope.parsers import _hlo_bodies
-
-    built_by_python = []
-    rows_into = _hlo_bodies.BodyReader._rows_into
-
-    def watching(self, matches, lineno, start, *args, **kwargs):
-        built_by_python.append(start)
-        return rows_into(self, matches, lineno, start, *args, **kwargs)
-
-    monkeypatch.setattr(_hlo_bodies.BodyReader, "_rows_into", watching)
+    built_by_python = _watch_rows_into(monkeypatch)
     described, made = _both(monkeypatch, reader, _mixed_body(entry, operand, name))
     assert (described[0] != "error") == parses
     if parses:
@@ -347,16 +353,7 @@ def test_operands_with_xla_index_comments_are_read_by_the_builder(monkeypatch, r
     """An operand list as XLA prints it past five operands (``%a, %b, %c, %d, %e, /*index=5*/%f``: a deviceless TPU
     step's fusions and its root tuple) is read by the compiled builder, not left to Python's loop, and the parse is
     the parser's own; a comment of another form is still left to the loop (above)."""
-    from hloscope.parsers import _hlo_bodies
-
-    built_by_python = []
-    rows_into = _hlo_bodies.BodyReader._rows_into
-
-    def watching(self, matches, lineno, start, *args, **kwargs):
-        built_by_python.append(start)
-        return rows_into(self, matches, lineno, start, *args, **kwargs)
-
-    monkeypatch.setattr(_hlo_bodies.BodyReader, "_rows_into", watching)
+    built_by_python = _watch_rows_into(monkeypatch)
     described, made = _both(monkeypatch, reader, _mixed_body(entry, comment="/*index=5*/"))
     assert described[0] != "error"
     assert made == (1 if entry else 2)
