@@ -20,7 +20,7 @@ from hloscope.hlo import CALLED_COMPUTATION_ROLES, HloInstruction, Shape
 from hloscope._gc import paused_gc
 from hloscope.parsers import _hlo_re as r
 from hloscope.parsers._block_rows import build_rows
-from hloscope.parsers._hlo_attrs import ASYNC_FORMS, KNOWN_OPCODES, ROW_OPCODES
+from hloscope.parsers._hlo_attrs import ROW_OPCODES
 from hloscope.parsers._hlo_instruction import CALL_KEYS, NEVER_CALLS, NO_CALLS, InstructionReader, has_call_key
 from hloscope.parsers._hlo_lexer import operand_list
 
@@ -28,8 +28,9 @@ _SIGIL_FINDALL = r.SIGIL_NAME.findall
 #: An operand's ``/*index=N*/`` comment between ", " and its ``%`` name (XLA: before every fifth operand).
 _INDEX_COMMENT = LazyPattern(r", /\*index=[0-9]+\*/%")
 _G0, _G1, _G2, _G3, _G4, _G5, _G6 = (itemgetter(i) for i in range(7))
-#: Known opcodes whose operand list names instructions (a parameter's holds its number, a constant's its value).
-_NAMES_OPERANDS = KNOWN_OPCODES - {"parameter", "constant"}
+#: Row opcodes (``ROW_OPCODES``) whose operand list names instructions (a parameter's holds its number, a constant's
+#: its value).
+_NAMES_OPERANDS = ROW_OPCODES - {"parameter", "constant"}
 
 
 class BodyReader(InstructionReader):
@@ -63,7 +64,7 @@ class BodyReader(InstructionReader):
                 return None
         opcodes = tuple(map(_G4, matches))
         opcode_set = set(opcodes)
-        unknown = opcode_set.difference(KNOWN_OPCODES)
+        unknown = opcode_set.difference(ROW_OPCODES)
         parameter_index: dict[int, int] = {}
         if "parameter" in opcode_set:
             selected = list(map("parameter".__eq__, opcodes))
@@ -97,7 +98,7 @@ class BodyReader(InstructionReader):
         if not name_set.issuperset(used):
             return None
         if unknown:
-            self.unknown_opcodes.update(unknown.difference(ASYNC_FORMS))
+            self.unknown_opcodes.update(unknown)
         return LazyBody(self, matches, lineno, names, opcodes, tuple(map(shapes.__getitem__, shape_texts)),
                          parameter_index, called, used, used_in_bulk, root)
 
@@ -244,7 +245,7 @@ class LazyBody:
     def operands(self, index: int) -> tuple[str, ...]:
         row = self.rows[index]
         text = row[5]
-        if text[:1] == "%" and "," not in text and "/" not in text and row[4] in KNOWN_OPCODES:
+        if text[:1] == "%" and "," not in text and "/" not in text and row[4] in ROW_OPCODES:
             return (text[1:],)  # one operand (bitcast, slice, ...): what _row_operands reads, sooner
         return _row_operands(row[4], text)
 
@@ -278,14 +279,14 @@ class LazyBody:
         picked = list(indices)
         picked_opcodes = list(map(self.opcodes.__getitem__, picked))
         return _used_names(list(map(self.rows.__getitem__, picked)), picked_opcodes,
-                           set(picked_opcodes).difference(KNOWN_OPCODES))[0]
+                           set(picked_opcodes).difference(ROW_OPCODES))[0]
 
 
 def _row_operands(opcode: str, text: str) -> tuple[str, ...]:
     """Operand names of one ``block_rows`` row, read as ``BodyReader._rows`` reads them."""
     if not text or opcode == "parameter" or opcode == "constant":
         return ()
-    if text[0] == "%" and opcode in KNOWN_OPCODES:
+    if text[0] == "%" and opcode in ROW_OPCODES:
         if "/" in text:
             operands = tuple(_SIGIL_FINDALL(text))
             return operands if len(operands) == text.count(", ") + 1 else operand_list(text)
