@@ -89,7 +89,8 @@ KNOWN_OPCODES: Final = frozenset(
 
 #: The async forms (see above): ``<known opcode>-start``, ``-update``, ``-done``.
 ASYNC_FORMS: Final = frozenset(op + suffix for op in KNOWN_OPCODES for suffix in ASYNC_SUFFIXES) - KNOWN_OPCODES
-#: The opcodes whose rows the body readers build on their fast paths (``BodyReader._rows_into`` and its C form,
-#: ``_block_scan.build_rows``; operands split as XLA prints them): the known opcodes and their async forms, whose
-#: operand lists are printed alike (a deviceless TPU step prints hundreds of ``slice-start``/``slice-done``).
-ROW_OPCODES: Final = KNOWN_OPCODES | ASYNC_FORMS
+#: The known opcodes and their async forms: what the parser reads as XLA's (any other opcode is listed in
+#: ``HloModule.unknown_opcodes``), and the rows its fast paths build -- ``BodyReader._rows_into``, its C form
+#: ``_block_scan.build_rows``, a lazy body's operand readers, the line-by-line loop's inline path -- with operand
+#: lists split as XLA prints them, alike for both (a deviceless TPU step prints hundreds of ``slice-start``).
+KNOWN_OR_ASYNC: Final = KNOWN_OPCODES | ASYNC_FORMS

@@ -20,7 +20,7 @@ from hloscope.hlo import CALLED_COMPUTATION_ROLES, HloInstruction, Shape
 from hloscope._gc import paused_gc
 from hloscope.parsers import _hlo_re as r
 from hloscope.parsers._block_rows import build_rows
-from hloscope.parsers._hlo_attrs import ROW_OPCODES
+from hloscope.parsers._hlo_attrs import KNOWN_OR_ASYNC
 from hloscope.parsers._hlo_instruction import CALL_KEYS, NEVER_CALLS, NO_CALLS, InstructionReader, has_call_key
 from hloscope.parsers._hlo_lexer import operand_list
 
@@ -28,9 +28,9 @@ _SIGIL_FINDALL = r.SIGIL_NAME.findall
 #: An operand's ``/*index=N*/`` comment between ", " and its ``%`` name (XLA: before every fifth operand).
 _INDEX_COMMENT = LazyPattern(r", /\*index=[0-9]+\*/%")
 _G0, _G1, _G2, _G3, _G4, _G5, _G6 = (itemgetter(i) for i in range(7))
-#: Row opcodes (``ROW_OPCODES``) whose operand list names instructions (a parameter's holds its number, a constant's
+#: Opcodes (``KNOWN_OR_ASYNC``) whose operand list names instructions (a parameter's holds its number, a constant's
 #: its value).
-_NAMES_OPERANDS = ROW_OPCODES - {"parameter", "constant"}
+_NAMES_OPERANDS = KNOWN_OR_ASYNC - {"parameter", "constant"}
 
 
 class BodyReader(InstructionReader):
@@ -64,7 +64,7 @@ class BodyReader(InstructionReader):
                 return None
         opcodes = tuple(map(_G4, matches))
         opcode_set = set(opcodes)
-        unknown = opcode_set.difference(ROW_OPCODES)
+        unknown = opcode_set.difference(KNOWN_OR_ASYNC)
         parameter_index: dict[int, int] = {}
         if "parameter" in opcode_set:
             selected = list(map("parameter".__eq__, opcodes))
@@ -123,7 +123,7 @@ class BodyReader(InstructionReader):
         ``root``, the ROOT's name or ``""``, as ``build_rows`` leaves them): False when a row needs the
         line-by-line loop. (``_block_scan.read_computations`` hands over the rest of a body here.)"""
         shapes = self.shapes
-        known = ROW_OPCODES
+        known = KNOWN_OR_ASYNC
         never_calls = NEVER_CALLS
         findall = _SIGIL_FINDALL
         new = HloInstruction
@@ -245,7 +245,7 @@ class LazyBody:
     def operands(self, index: int) -> tuple[str, ...]:
         row = self.rows[index]
         text = row[5]
-        if text[:1] == "%" and "," not in text and "/" not in text and row[4] in ROW_OPCODES:
+        if text[:1] == "%" and "," not in text and "/" not in text and row[4] in KNOWN_OR_ASYNC:
             return (text[1:],)  # one operand (bitcast, slice, ...): what _row_operands reads, sooner
         return _row_operands(row[4], text)
 
@@ -279,14 +279,14 @@ class LazyBody:
         picked = list(indices)
         picked_opcodes = list(map(self.opcodes.__getitem__, picked))
         return _used_names(list(map(self.rows.__getitem__, picked)), picked_opcodes,
-                           set(picked_opcodes).difference(ROW_OPCODES))[0]
+                           set(picked_opcodes).difference(KNOWN_OR_ASYNC))[0]
 
 
 def _row_operands(opcode: str, text: str) -> tuple[str, ...]:
     """Operand names of one ``block_rows`` row, read as ``BodyReader._rows`` reads them."""
     if not text or opcode == "parameter" or opcode == "constant":
         return ()
-    if text[0] == "%" and opcode in ROW_OPCODES:
+    if text[0] == "%" and opcode in KNOWN_OR_ASYNC:
         if "/" in text:
             operands = tuple(_SIGIL_FINDALL(text))
             return operands if len(operands) == text.count(", ") + 1 else operand_list(text)

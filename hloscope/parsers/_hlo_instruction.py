@@ -14,7 +14,7 @@ import re
 from hloscope._regex import LazyPattern
 from hloscope.hlo import CALLED_COMPUTATION_ROLES, HloComputation, HloInstruction, Shape
 from hloscope.parsers import _hlo_re as r
-from hloscope.parsers._hlo_attrs import ASYNC_FORMS, KNOWN_OPCODES, LIST_CALL_KEYS
+from hloscope.parsers._hlo_attrs import KNOWN_OPCODES, KNOWN_OR_ASYNC, LIST_CALL_KEYS
 from hloscope.parsers._hlo_decode import Decoder
 from hloscope.parsers._hlo_infer import INFERRED
 from hloscope.parsers._hlo_lexer import SKIP, operand_list
@@ -104,7 +104,7 @@ class InstructionReader(Decoder):
                                   rest, self)
         else:
             operands = operand_list(operand_text) if operand_text else ()
-        if opcode not in KNOWN_OPCODES and opcode not in ASYNC_FORMS:
+        if opcode not in KNOWN_OR_ASYNC:
             self.unknown_opcodes.add(opcode)
         return HloInstruction(name, opcode, shape, operands, called, root is not None, lineno, "", -1, rest, self)
 
@@ -225,7 +225,7 @@ class InstructionReader(Decoder):
             operands = nested
         else:
             operands = operand_list(operand_text)
-        if opcode not in KNOWN_OPCODES and opcode not in ASYNC_FORMS:
+        if opcode not in KNOWN_OR_ASYNC:
             self.unknown_opcodes.add(opcode)
         called: dict[str, tuple[str, ...]] = {}
         rest = []

@@ -44,7 +44,7 @@ from hloscope._compiled import PURE_PYTHON, compiled
 from hloscope._gc import paused_gc
 from hloscope.parsers import _hlo_re as r
 from hloscope.parsers._block_rows import block_rows, read_computations
-from hloscope.parsers._hlo_attrs import KNOWN_OPCODES, ROW_OPCODES
+from hloscope.parsers._hlo_attrs import KNOWN_OR_ASYNC
 from hloscope.parsers._hlo_bodies import BodyReader, LazyBody
 from hloscope.parsers._hlo_decode import resolve_stack_frames
 from hloscope.parsers._hlo_infer import INFERRED, ShapeInference
@@ -196,7 +196,7 @@ class _Parser(BodyReader, ShapeInference):
             if read_computations is not None:  # (C: this computation and those after it that take every fast path)
                 read = len(computations)
                 pos, lineno = read_computations(src, pos, lineno, _LAZY_MIN_LINES, self.shapes, r.parse_shape,
-                                                ROW_OPCODES, NEVER_CALLS, HloInstruction, self, NO_CALLS, CALL_KEYS,
+                                                KNOWN_OR_ASYNC, NEVER_CALLS, HloInstruction, self, NO_CALLS, CALL_KEYS,
                                                 CALLED_COMPUTATION_ROLES, HloComputation, computations,
                                                 self._rows_into)
                 if len(computations) > read:
@@ -329,7 +329,7 @@ class _Parser(BodyReader, ShapeInference):
         last_start = pos
         fast = _INSTRUCTION_LINE.match
         shapes = self.shapes
-        known = KNOWN_OPCODES
+        known = KNOWN_OR_ASYNC
         findall = _SIGIL_FINDALL
         while True:
             m = fast(src, pos)
