@@ -46,6 +46,25 @@ def fixtures_dir() -> Path:
     return REPO / "fixtures"
 
 
+#: The corpus's folders of HLO texts.
+CORPUS_HLO_KINDS = ("hlo_cpu", "hlo_gpu", "hlo_tpu", "hlo_generic")
+
+
+@pytest.fixture(scope="session")
+def hlo_paths(corpus_dir: Path) -> Callable[..., list[Path]]:
+    """``hlo_paths(max_bytes, fixtures=True)``: the repository's HLO text fixtures (``fixtures/hlo/*.hlo.txt``,
+    sorted; left out with ``fixtures=False``), then every corpus HLO file (``*.hlo`` and ``*.txt`` of
+    ``CORPUS_HLO_KINDS``) smaller than ``max_bytes``, sorted: the inputs of the tests that hold two forms of one
+    computation equal. Skips, as ``corpus_dir`` does, where the corpus is absent."""
+
+    def paths(max_bytes: int, fixtures: bool = True) -> list[Path]:
+        found = sorted((REPO / "fixtures" / "hlo").glob("*.hlo.txt")) if fixtures else []
+        return found + sorted(p for d in CORPUS_HLO_KINDS for p in (corpus_dir / d).glob("*")
+                              if p.suffix in (".hlo", ".txt") and p.stat().st_size < max_bytes)
+
+    return paths
+
+
 def _compiled_twin(function: Callable | None, extension: str) -> Callable:
     """``function`` (an optional C extension's function), or a skip when the extension is not built because no C
     compiler is here -- and a failure when one is (then the install is broken: ``pip install -e .`` builds it)."""

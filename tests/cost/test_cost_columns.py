@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import math
 import random
-from pathlib import Path
 
 import pytest
 
@@ -16,8 +15,6 @@ from hloscope.cost import module_cost
 from hloscope.cost._types import OpCost
 from hloscope.parsers import parse_hlo_text
 from hloscope.roofline import tables
-
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "hlo"
 
 
 def _summed_key(cost: OpCost) -> tuple:
@@ -66,10 +63,8 @@ def _check(rows, twins, monkeypatch, rng=None):
                     == _outcome(tables._table_columns, _columns_key, rows, timings, keep_all))
 
 
-def test_every_module(twins, monkeypatch, corpus_dir) -> None:
-    paths = sorted(FIXTURES.glob("*.hlo.txt"))
-    paths += sorted(p for d in ("hlo_cpu", "hlo_gpu", "hlo_tpu", "hlo_generic") for p in (corpus_dir / d).glob("*")
-                    if p.suffix in (".hlo", ".txt") and p.stat().st_size < 5_000_000)
+def test_every_module(twins, monkeypatch, hlo_paths) -> None:
+    paths = hlo_paths(5_000_000)
     rng = random.Random(16)
     checked = 0
     for path in paths:

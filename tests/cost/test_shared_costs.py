@@ -127,17 +127,13 @@ def _same(a, b) -> bool:
     return repr(a) == repr(b)  # (NaN costs compare equal by their text)
 
 
-def test_shared_rows_made_in_c_equal_the_walk(monkeypatch, corpus_dir) -> None:
+def test_shared_rows_made_in_c_equal_the_walk(monkeypatch, hlo_paths) -> None:
     """``_cost_walk.shared_rows`` makes the rows of instructions whose shared cost is known: every fixture and
     corpus module costs to the same rows, in the same order, with it as without it."""
-    from pathlib import Path
-
     if walk.shared_rows is None:
         pytest.skip("the C extension is not built (or HLOSCOPE_PURE_PYTHON is set)")
     maker = walk.shared_rows
-    paths = sorted((Path(__file__).resolve().parents[2] / "fixtures" / "hlo").glob("*.hlo.txt"))
-    paths += sorted(p for d in ("hlo_cpu", "hlo_gpu", "hlo_tpu", "hlo_generic") for p in (corpus_dir / d).glob("*")
-                    if p.suffix in (".hlo", ".txt") and p.stat().st_size < 5_000_000)
+    paths = hlo_paths(5_000_000)
     checked = 0
     for path in paths:
         text = path.read_text(encoding="utf-8", errors="replace")
@@ -347,16 +343,12 @@ def test_attribute_key_refuses_what_it_cannot_be_sure_of() -> None:
     assert key(inst) is None
 
 
-def test_attribute_keys_made_in_c_equal_the_specification(corpus_dir) -> None:
+def test_attribute_keys_made_in_c_equal_the_specification(hlo_paths) -> None:
     """``_cost_walk.attribute_key_of`` gives ``structure.attribute_key``'s key for every instruction of every entry
     computation of the fixtures and the corpus whose opcode is keyed."""
-    from pathlib import Path
-
     if compiled("hloscope.cost._cost_walk", "attribute_key_of") is None:
         pytest.skip("the C extension is not built")
-    paths = sorted((Path(__file__).resolve().parents[2] / "fixtures" / "hlo").glob("*.hlo.txt"))
-    paths += sorted(p for d in ("hlo_cpu", "hlo_gpu", "hlo_tpu", "hlo_generic") for p in (corpus_dir / d).glob("*")
-                    if p.suffix in (".hlo", ".txt") and p.stat().st_size < 2_000_000)
+    paths = hlo_paths(2_000_000)
     made = 0
     for path in paths:
         try:
@@ -371,13 +363,8 @@ def test_attribute_keys_made_in_c_equal_the_specification(corpus_dir) -> None:
     assert made > 1000
 
 
-def _module_texts(corpus_dir, max_bytes: int):
-    """(name, text) of every fixture and corpus HLO file under ``max_bytes``."""
-    from pathlib import Path
-
-    paths = sorted((Path(__file__).resolve().parents[2] / "fixtures" / "hlo").glob("*.hlo.txt"))
-    paths += sorted(p for d in ("hlo_cpu", "hlo_gpu", "hlo_tpu", "hlo_generic") for p in (corpus_dir / d).glob("*")
-                    if p.suffix in (".hlo", ".txt") and p.stat().st_size < max_bytes)
+def _module_texts(paths) -> list[tuple[str, str]]:
+    """(name, text) of each file of ``paths``."""
     return [(p.name, p.read_text(encoding="utf-8", errors="replace")) for p in paths]
 
 
@@ -400,10 +387,10 @@ def _switch_changes_no_row(monkeypatch, switch: str, texts) -> int:
     return checked
 
 
-def test_attribute_keyed_sharing_changes_no_row(monkeypatch, corpus_dir) -> None:
+def test_attribute_keyed_sharing_changes_no_row(monkeypatch, corpus_dir, hlo_paths) -> None:
     """Every fixture and corpus module costs to the same rows, in the same order, with and without the sharing
     by ``attribute_key``."""
-    checked = _switch_changes_no_row(monkeypatch, "SHARE_ATTRIBUTE_KEYS", _module_texts(corpus_dir, 5_000_000))
+    checked = _switch_changes_no_row(monkeypatch, "SHARE_ATTRIBUTE_KEYS", _module_texts(hlo_paths(5_000_000)))
     assert checked > 300 or not corpus_dir.exists(), checked
 
 
@@ -457,9 +444,9 @@ def test_a_callee_called_again_counts_at_every_call_site() -> None:
         ("x", 1.0), ("e", 1.0), ("m", 1.0)]
 
 
-def test_call_rows_sharing_changes_no_row(monkeypatch, corpus_dir) -> None:
+def test_call_rows_sharing_changes_no_row(monkeypatch, corpus_dir, hlo_paths) -> None:
     """Every fixture and corpus module under 1 MB that calls a computation costs to the same rows, in the same
     order, with and without the rows of a callee repeated per (callee, execution count) (``SHARE_CALL_ROWS``)."""
-    texts = [("_CALLS", _CALLS)] + [(n, t) for n, t in _module_texts(corpus_dir, 1_000_000) if " call(" in t]
+    texts = [("_CALLS", _CALLS)] + [(n, t) for n, t in _module_texts(hlo_paths(1_000_000)) if " call(" in t]
     checked = _switch_changes_no_row(monkeypatch, "SHARE_CALL_ROWS", texts)
     assert checked > 10 or not corpus_dir.exists(), checked

@@ -7,8 +7,6 @@ ignores only names and metadata, with the shared figures worked by hand."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from hloscope.cost import module as walk
@@ -16,8 +14,6 @@ from hloscope.cost import module_cost
 from hloscope.cost import structure
 from hloscope.cost.structure import StructureKeys, c_structure_fields, c_structure_key, py_structure_fields
 from hloscope.parsers import parse_hlo_text
-
-REPO = Path(__file__).resolve().parents[2]
 
 
 def _layer(n: int, op_name: str, dims: str = "{1}", lhs: str = "a", reducer: str = "add") -> str:
@@ -128,13 +124,6 @@ def test_called_computations_of_any_mapping_key_alike(monkeypatch) -> None:
     assert keys["c"][0] == keys["c"][1] is not None  # (renamed layers: one structure)
 
 
-def _module_paths(corpus_dir: Path) -> list[Path]:
-    paths = sorted((REPO / "fixtures" / "hlo").glob("*.hlo.txt"))
-    paths += sorted(p for d in ("hlo_cpu", "hlo_gpu", "hlo_tpu", "hlo_generic") for p in (corpus_dir / d).glob("*")
-                    if p.suffix in (".hlo", ".txt") and p.stat().st_size < 5_000_000)
-    return paths
-
-
 def _rows(text: str, monkeypatch, share: bool) -> tuple:
     monkeypatch.setattr(walk, "SHARE_STRUCTURES", share)
     monkeypatch.setattr(walk, "SHARE_MIN_COMPUTATIONS", 0)  # (every module keyed, however small)
@@ -143,12 +132,12 @@ def _rows(text: str, monkeypatch, share: bool) -> tuple:
     return rows, (mc.flops, mc.transcendentals, mc.bytes_read, mc.bytes_written, mc.comm_bytes, mc.flags)
 
 
-def test_sharing_changes_no_row_of_any_module(monkeypatch, corpus_dir) -> None:
+def test_sharing_changes_no_row_of_any_module(monkeypatch, hlo_paths) -> None:
     """Every fixture and corpus module: the same rows, costs and totals with computations shared by structure
     as without; and the key's C reader and the key in C equal their Python specifications on every built
     computation (the same id for each, ids given in the order first met)."""
     checked = shared = 0
-    for path in _module_paths(corpus_dir):
+    for path in hlo_paths(5_000_000):
         text = path.read_text(encoding="utf-8", errors="replace")
         try:
             module = parse_hlo_text(text)
@@ -199,13 +188,13 @@ def test_without_metadata_by_hand(text: str, expected: str | None) -> None:
         assert structure.c_without_metadata(text) == expected
 
 
-def test_without_metadata_in_c_equals_python_on_every_text(corpus_dir) -> None:
+def test_without_metadata_in_c_equals_python_on_every_text(hlo_paths) -> None:
     """The C ``without_metadata`` gives what its Python specification gives for every attribute text of every
     fixture and corpus module."""
     if structure.c_without_metadata is None:
         pytest.skip("the _attribute_scan extension was not built")
     texts: set[str] = set()
-    for path in _module_paths(corpus_dir):
+    for path in hlo_paths(5_000_000):
         try:
             module = parse_hlo_text(path.read_text(encoding="utf-8", errors="replace"))
         except Exception:  # noqa: BLE001 - texts that are not one module (XLA test files)

@@ -56,9 +56,8 @@ def test_every_fixture_assigns_the_same(assign_run, monkeypatch) -> None:
     assert checked >= 40 and buffers > 1_500, (checked, buffers)
 
 
-def test_every_corpus_module_assigns_the_same(assign_run, monkeypatch, corpus_dir) -> None:
-    paths = sorted(p for d in ("hlo_cpu", "hlo_gpu", "hlo_tpu", "hlo_generic") for p in (corpus_dir / d).glob("*")
-                   if p.suffix in (".hlo", ".txt") and p.stat().st_size < 1_500_000)
+def test_every_corpus_module_assigns_the_same(assign_run, monkeypatch, corpus_dir, hlo_paths) -> None:
+    paths = hlo_paths(1_500_000, fixtures=False)
     paths += sorted((corpus_dir / "hlo_generic").glob("*llama31_8b_bf16_1x8.hlo"))  # (22,000 buffers)
     checked, buffers = _assigns_the_same(paths, assign_run, monkeypatch)
     assert checked >= 300 and buffers > 100_000, (checked, buffers)

@@ -84,9 +84,8 @@ def test_every_fixture_walks_the_same(plain_run, monkeypatch) -> None:
     assert checked >= 40 and walked > 2_000, (checked, walked)
 
 
-def test_every_corpus_module_walks_the_same(plain_run, monkeypatch, corpus_dir) -> None:
-    paths = sorted(p for d in ("hlo_cpu", "hlo_gpu", "hlo_tpu", "hlo_generic") for p in (corpus_dir / d).glob("*")
-                   if p.suffix in (".hlo", ".txt") and p.stat().st_size < 1_500_000)
+def test_every_corpus_module_walks_the_same(plain_run, monkeypatch, corpus_dir, hlo_paths) -> None:
+    paths = hlo_paths(1_500_000, fixtures=False)
     paths += sorted((corpus_dir / "hlo_generic").glob("*llama31_8b_bf16_1x8.hlo"))  # (unfused: 21,000 rows)
     checked, walked = _walks_the_same(_texts(paths), plain_run, monkeypatch)
     assert checked >= 300 and walked > 100_000, (checked, walked)

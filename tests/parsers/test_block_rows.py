@@ -327,7 +327,7 @@ def test_instructions_are_made_in_c_with_every_slot_set() -> None:
         assert inst.opcode == "parameter" or inst.metadata.op_name == "n"
 
 
-def test_rows_built_in_c_equal_the_python_loop(monkeypatch, corpus_dir: Path) -> None:
+def test_rows_built_in_c_equal_the_python_loop(monkeypatch, hlo_paths) -> None:
     """``build_rows`` (C) builds the common rows of ``BodyReader._rows``: every corpus and fixture module parses to
     the same instructions (names, shapes, operands, called computations, roots, lines, literals, parameter
     numbers, attribute texts) with it as without it."""
@@ -335,9 +335,7 @@ def test_rows_built_in_c_equal_the_python_loop(monkeypatch, corpus_dir: Path) ->
 
     if build_rows is None:
         pytest.skip("the C extension is not built (or HLOSCOPE_PURE_PYTHON is set)")
-    paths = sorted(FIXTURES.glob("*.hlo.txt"))
-    paths += sorted(p for d in ("hlo_cpu", "hlo_gpu", "hlo_tpu", "hlo_generic") for p in (corpus_dir / d).glob("*")
-                    if p.suffix in (".hlo", ".txt") and p.stat().st_size < 3_000_000)
+    paths = hlo_paths(3_000_000)
     assert len(paths) > 300
     for path in paths:
         text = path.read_text(encoding="utf-8", errors="replace")
