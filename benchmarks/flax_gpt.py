@@ -21,9 +21,6 @@ import sys
 import time
 from pathlib import Path
 
-#: Where ``analyze.py --flax-gpt`` keeps the text it made (``$HLOSCOPE_BENCH_CACHE``, as ``parse.py``'s module).
-CACHE = Path(os.environ.get("HLOSCOPE_BENCH_CACHE", Path.home() / ".cache" / "hloscope-bench"))
-
 
 def train_step(batch: int = 8, seq: int = 256, layers: int = 4, width: int = 512, heads: int = 8,
                vocab: int = 8192):
@@ -85,8 +82,11 @@ def deviceless_text(topology: str = "v5e:1x1") -> tuple[str, float]:
 
 
 def cached_text() -> Path:
-    """The module's text file under ``CACHE``, compiled and written the first time."""
-    path = CACHE / "flax_gpt_v5e.hlo"
+    """The module's text file in the benchmarks' cache (``parse.cache_dir``), compiled and written the first
+    time."""
+    from benchmarks.parse import cache_dir
+
+    path = cache_dir() / "flax_gpt_v5e.hlo"
     if not path.exists():
         text, seconds = deviceless_text()
         path.parent.mkdir(parents=True, exist_ok=True)

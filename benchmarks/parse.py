@@ -112,19 +112,26 @@ def best_of(fn: Callable[[], object], repeat: int) -> float:
     return min(times_interleaved([fn], repeat)[0])
 
 
-def times_interleaved(fns: list[Callable[[], object]], repeat: int) -> list[list[float]]:
+def times_interleaved(fns: list[Callable[[], object]], repeat: int, *, collector: bool = True) -> list[list[float]]:
     """Wall times of ``repeat`` calls of each of ``fns``, taken in turn (``fns[0]``, ``fns[1]``, ..., then again),
     each timed as ``best_of`` says (garbage collected before, the result freed after the clock): ``out[k][turn]``.
     On a machine whose speed drifts over seconds (a shared host), the calls of one turn run in the same stretch
     of time, so ratios within a turn compare like with like where back-to-back runs of one row would give one row
-    a quiet stretch and the next a loud one."""
+    a quiet stretch and the next a loud one. ``collector=False``: the collector is off while each call runs (as
+    ``plugin_overhead.py`` times JAX's compile beside the plugin's analysis)."""
     out: list[list[float]] = [[] for _ in fns]
     for _ in range(repeat):
         for k, fn in enumerate(fns):
             gc.collect()
-            t0 = time.perf_counter()
-            result = fn()
-            out[k].append(time.perf_counter() - t0)
+            if not collector:
+                gc.disable()
+            try:
+                t0 = time.perf_counter()
+                result = fn()
+                out[k].append(time.perf_counter() - t0)
+            finally:
+                if not collector:
+                    gc.enable()
             del result
     return out
 

@@ -47,20 +47,20 @@ once per pytest session (per xdist worker), not per test.
 from __future__ import annotations
 
 import argparse
-import gc
 import importlib.util
 import json
 import os
 import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any, Callable
 
 REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
+
+from benchmarks.parse import times_interleaved  # noqa: E402
 
 
 def _setup_env() -> None:
@@ -71,27 +71,13 @@ def _setup_env() -> None:
     os.environ.setdefault("JAX_ENABLE_COMPILATION_CACHE", "false")
 
 
+def in_turns(fns: list[Callable[[], Any]], repeat: int) -> list[list[float]]:
+    """``parse.times_interleaved`` with the collector off while each call runs: ``out[k][turn]``."""
+    return times_interleaved(fns, repeat, collector=False)
+
+
 def best_of(fn: Callable[[], Any], repeat: int) -> float:
     return min(in_turns([fn], repeat)[0])
-
-
-def in_turns(fns: list[Callable[[], Any]], repeat: int) -> list[list[float]]:
-    """Wall times of ``repeat`` calls of each of ``fns``, taken in turn (``fns[0]``, ``fns[1]``, ..., then again):
-    ``out[k][turn]``; each call after a collection, with the collector off while it runs. A turn's calls run
-    within a second or two of each other, so a ratio within a turn compares like with like on a host whose
-    speed drifts."""
-    out: list[list[float]] = [[] for _ in fns]
-    for _ in range(repeat):
-        for k, fn in enumerate(fns):
-            gc.collect()
-            gc.disable()
-            try:
-                t0 = time.perf_counter()
-                fn()
-                out[k].append(time.perf_counter() - t0)
-            finally:
-                gc.enable()
-    return out
 
 
 # ---- programs ----------------------------------------------------------------------------------------
